@@ -59,3 +59,15 @@ def make_policy(env_id: str, name: str, env: gym.Env, **kwargs: Any) -> Policy:
     if name not in table:
         raise ValueError(f"policy={name!r} is not known for {env_id}; valid policies: {sorted(table)}")
     return table[name](env, **kwargs)
+
+
+def resolve_policy(env_id: str, name_or_run: str, env: gym.Env, **kwargs: Any) -> Policy:
+    """A registered policy name, or the path of a training run folder (loaded by ``agents.loading``)."""
+    from pathlib import Path
+
+    path = Path(name_or_run)
+    if path.is_dir():
+        from agents.loading import load_run_policy  # provided by the training code (agents/)
+
+        return load_run_policy(path, env, **kwargs)
+    return make_policy(env_id, name_or_run, env, **kwargs)
