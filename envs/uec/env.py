@@ -1,0 +1,411 @@
+"""UEC-v0: online scheduling of model-retraining tasks onto capacity left over by reserved tasks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.common.validation import check_in_range
+from envs.uec import dynamics
+from envs.uec.generator import Scenario, generate_instance, resolve_scenario
+from envs.uec.types import Instance, State
+
+_UNBOUNDED = np.iinfo(np.int64).max
+_MAX_REDRAWS = 1000
+
+
+@dataclass(frozen=True)
+class ObservationLayout:
+    """Named slices of UEC-v0's flat observation (K servers, J devices, L profiles).
+
+    | slice             | size    | content (all in [0, 1])                                              |
+    |-------------------|---------|----------------------------------------------------------------------|
+    | ``time``          | 2       | t / T; total arrival probability P(t)                                |
+    | ``device``        | J       | one-hot of the arriving task's device j                              |
+    | ``task``          | 2 + K   | w_j / max w; accuracy gap a_j(t); budget d̄_jk / max SLA per server   |
+    | ``servers``       | 5·K     | per server: c_k(t)/max c; busy; elapsed slots of its task / D;        |
+    |                   |         | reserved demand still to serve / (max c·T); longest feasible block / D |
+    | ``ssp_profit``    | K·L     | R_jkl(t) / max R (index k·L + l)                                     |
+    | ``ssp_duration``  | K·L     | E[d_l] / D                                                           |
+    | ``lp``            | K·L + K | only with ``lp_features``: A_jkl(t), B_k(t+1) / max A                 |
+    | ``action_mask``   | 1 + K·L | the action mask (reject first), always LAST                          |
+
+    D is the longest duration of any profile. Use :meth:`split` to get named views of an observation.
+    """
+
+    num_servers: int
+    num_devices: int
+    num_profiles: int
+    lp_features: bool
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        k, j, kl = self.num_servers, self.num_devices, self.num_servers * self.num_profiles
+        sizes = {"time": 2, "device": j, "task": 2 + k, "servers": 5 * k, "ssp_profit": kl, "ssp_duration": kl}
+        if self.lp_features:
+            sizes["lp"] = kl + k
+        sizes["action_mask"] = 1 + kl
+        return sizes
+
+    @property
+    def slices(self) -> dict[str, slice]:
+        out, start = {}, 0
+        for name, size in self.sizes.items():
+            out[name] = slice(start, start + size)
+            start += size
+        return out
+
+    @property
+    def size(self) -> int:
+        return sum(self.sizes.values())
+
+    def split(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        """Named views of ``obs`` (works on a batch: slices the last axis); ``servers`` is (..., K, 5)."""
+        parts = {name: obs[..., s] for name, s in self.slices.items()}
+        parts["servers"] = parts["servers"].reshape(*obs.shape[:-1], self.num_servers, 5)
+        return parts
+
+
+class UECEnv(gym.Env[np.ndarray, np.int64]):
+    """
+    ## Description
+
+    RESCUE's problem (Huang, Liu, Shan: "RESCUE: Opportunistic Online Scheduling of Model Retraining on
+    Underutilized Edges"). K edge servers host high-priority reserved tasks, each needing a demand of
+    tera-MAC within a window; the capacity they leave is the under-utilised edge computing (UEC)
+    resource. Model-retraining tasks of J device types arrive online, at most one per slot, device j at
+    slot t with a known probability p_j(t). Each arrival must be rejected or irrevocably assigned to a
+    server-service-profile pair (SSP) (k, l): the task then occupies the whole server k for a random
+    duration d ~ D_l (longer profiles: more work, longer block) and earns w_j·a_j(t)·F_j[U_k(t, d)] if it
+    finishes within its SLA budget d̄_jk. Reserved tasks are served by EDF in the slots left free and
+    must always be met: an assignment is allowed only if they stay satisfiable with server k blocked
+    for the longest duration of profile l.
+
+    The episode jumps from one arrival to the next (slots without an arrival need no decision).
+
+    ## Action Space
+
+    ``Discrete(1 + K·L)``: 0 rejects the task; ``1 + k·L + l`` assigns it to server k with profile l.
+    An action inside the space but infeasible now (server busy, or reserved tasks would be put at
+    risk) is carried out as a reject and flagged with ``info["invalid_action"] = True``. An action
+    outside the space (or not an integer) raises ``ValueError``.
+
+    ## Observation Space
+
+    ``Box(0, 1, (n,), float32)`` with the layout of :class:`ObservationLayout` (``env.layout``;
+    ``env.layout.split(obs)`` names the parts). The last ``1 + K·L`` entries are the action mask, so a
+    replayed observation carries its own mask.
+
+    ## Starting State
+
+    The instance (servers, devices, reserved tasks, arrival probabilities) is fixed across episodes
+    unless ``resample_instance=True`` or ``reset(options={"resample": True})``; ``reset(options=
+    {"instance": inst})`` pins one. Each reset draws the episode's arrivals (device per slot) and the
+    uniforms that set each accepted task's duration from ``np_random``, so two policies reset with the
+    same seed see the same arrivals and durations. An episode with no arrival at all is redrawn.
+    The first observation is the first arrival.
+
+    ## Rewards
+
+    The realised profit of the decided task, credited at the decision: w_j·a_j(t)·F_j[U_kl(t, d)] if
+    the realised duration d ≤ d̄_jk, else 0; 0 for a reject. ``info["expected_profit"]`` holds R_jkl(t).
+
+    ## Episode End
+
+    Terminated after the decision on the last arrival before T. Never truncated.
+
+    ## Information
+
+    Every step: ``action_mask`` (int8, 1 + K·L), ``time`` (slot t of the pending task), ``device``
+    (its j, -1 after the end), ``invalid_action`` (bool, step only), ``expected_profit`` (R_jkl(t) of
+    the chosen SSP, 0 for a reject; step only), ``duration`` (realised slots, 0 for a reject).
+    At episode end also: ``episode_profit``, ``accepted``, ``rejected``, ``invalid_actions``,
+    ``uec_utilisation`` (retraining work / capacity left by reserved tasks, within the horizon),
+    ``reserved_completed`` and ``reserved_total`` (EDF audit: they must be equal).
+
+    ## Arguments
+
+    ```python
+    gym.make("UEC-v0", scenario="paper", scenario_overrides=None, instance_seed=0,
+             resample_instance=False, lp_features=False)
+    ```
+    * ``scenario``: preset name (``"paper"``, ``"tiny"``, ``"theorem2"``, ``"fig3"``) or a ``Scenario``.
+    * ``scenario_overrides``: dict of ``Scenario`` fields to change, e.g. ``{"num_servers": 6}``.
+    * ``instance_seed``: seed of the fixed instance.
+    * ``resample_instance``: draw a new instance (same scenario) at every reset, for training across instances.
+    * ``lp_features``: append RESCUE's value functions A_jkl(t) and B_k(t+1) (solves the LP once per instance).
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        scenario: str | Scenario = "paper",
+        scenario_overrides: dict[str, Any] | None = None,
+        instance_seed: int | None = 0,
+        resample_instance: bool = False,
+        lp_features: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: expected one of {self.metadata['render_modes']}")
+        if instance_seed is not None:
+            check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
+        self.render_mode = render_mode
+        self.lp_features = bool(lp_features)
+        self.resample_instance = bool(resample_instance)
+        resolved = resolve_scenario(scenario, scenario_overrides)
+        if isinstance(resolved, Instance):
+            if resample_instance:
+                raise ValueError(f"resample_instance=True needs a random scenario, not the fixed instance {scenario!r}")
+            self.scenario: Scenario | None = None
+            instance = resolved
+        else:
+            self.scenario = resolved
+            instance = generate_instance(resolved, np.random.default_rng(instance_seed))
+        self.layout = ObservationLayout(
+            instance.num_servers, instance.num_devices, instance.num_profiles, self.lp_features
+        )
+        self.action_space = spaces.Discrete(1 + instance.num_servers * instance.num_profiles)
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(self.layout.size,), dtype=np.float32)
+        self._set_instance(instance)
+        self._state: State | None = None
+
+    # --- instance-level precomputation (never per step) --------------------------------------
+    def _set_instance(self, instance: Instance) -> None:
+        """Pin ``instance`` and precompute every table the steps read."""
+        lay = self.layout
+        if (instance.num_servers, instance.num_devices, instance.num_profiles) != (
+            lay.num_servers,
+            lay.num_devices,
+            lay.num_profiles,
+        ):
+            raise ValueError(
+                f"instance has (K, J, L) = {(instance.num_servers, instance.num_devices, instance.num_profiles)} "
+                f"but this env's spaces were built for {(lay.num_servers, lay.num_devices, lay.num_profiles)}"
+            )
+        self.instance = instance
+        K, L, T = instance.num_servers, instance.num_profiles, instance.horizon
+        profit = instance.expected_profit
+        self._profit_scale = max(float(profit.max()), 1e-12)
+        self._profit_by_time = np.ascontiguousarray(profit.transpose(3, 0, 1, 2).reshape(T, instance.num_devices, K * L))
+        self._cum = instance.cumulative_capacity
+        self._pairs = instance.feasibility_pairs
+        self._max_duration = instance.max_duration
+        self._duration_scale = float(self._max_duration.max())
+        self._duration_cdf = np.cumsum(instance.duration_pmf, axis=1)
+        self._duration_cdf[:, -1] = 1.0
+        self._arrival_total = instance.arrival_prob.sum(axis=1)
+        self._arrival_cdf = np.cumsum(instance.arrival_prob, axis=1)
+        res = instance.reserved
+        releases = np.zeros((K, T))
+        np.add.at(releases, (res.server, res.start), res.demand)
+        self._releases = releases
+        self._future_releases = np.concatenate([np.cumsum(releases[:, ::-1], axis=1)[:, ::-1], np.zeros((K, 1))], axis=1)
+        cap_scale = float(instance.capacity.max())
+        self._capacity_obs = (instance.capacity / cap_scale).T.copy()  # (T, K)
+        self._reserved_scale = cap_scale * T
+        self._weight_obs = instance.weight / max(float(instance.weight.max()), 1e-12)
+        self._budget_obs = np.clip(instance.budget / float(instance.sla.max()), 0.0, 1.0)
+        self._ssp_duration_obs = np.tile(instance.mean_duration / self._duration_scale, K)
+        self._uec_capacity = float(instance.capacity.sum() - res.demand.sum())
+        self._lp_by_time = None
+        if self.lp_features:
+            from offline.uec import rescue_solution  # the offline stage solves the LP once per instance
+
+            solution = rescue_solution(instance)
+            scale = max(float(solution.activation.max()), 1e-12)
+            activation = solution.activation.transpose(3, 0, 1, 2).reshape(T, instance.num_devices, K * L)
+            self._lp_by_time = (np.clip(activation / scale, 0, 1), np.clip(solution.baseline[:, 1:].T / scale, 0, 1))
+
+    # --- gymnasium API -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"instance", "resample"})
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; valid options: ['instance', 'resample']")
+        if options.get("instance") is not None:
+            if not isinstance(options["instance"], Instance):
+                raise ValueError("options['instance'] must be an envs.uec.types.Instance")
+            self._set_instance(options["instance"])
+        elif options.get("resample") or self.resample_instance:
+            if self.scenario is None:
+                raise ValueError("resampling needs a random scenario; this env was built on a fixed instance")
+            self._set_instance(generate_instance(self.scenario, self.np_random))
+        self._draw_episode()
+        inst = self.instance
+        K = inst.num_servers
+        self._state = State(
+            decision=0,
+            time=int(self._arrival_slots[0]),
+            busy_until=np.zeros(K, np.int64),
+            task_start=np.zeros(K, np.int64),
+            pair_slack=self._pairs.slack.copy(),
+            backlog=np.zeros(K),
+            backlog_time=0,
+        )
+        self._advance_backlog(self._state.time)
+        obs, info = self._observe()
+        return obs, info
+
+    def step(self, action: Any):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"action={action!r} is invalid: expected an integer in [0, {self.action_space.n - 1}]")
+        st = self._state
+        if st.decision >= self._arrival_slots.size:
+            raise RuntimeError("the episode has terminated; call reset()")
+        action = int(action)
+        t, device = st.time, int(self._arrival_devices[st.decision])
+        reward, expected, duration, invalid = 0.0, 0.0, 0, False
+        if action != 0:
+            if self._mask[action]:
+                server, profile = divmod(action - 1, self.instance.num_profiles)
+                duration = int(np.searchsorted(self._duration_cdf[profile], self._duration_u[st.decision], side="right")) + 1
+                reward = dynamics.realised_profit(self.instance, device, server, t, duration)
+                expected = float(self._profit_by_time[t, device, action - 1])
+                self._accept(server, t, duration)
+                st.profit += reward
+            else:
+                invalid = True
+                st.invalid_actions += 1
+        if duration == 0:
+            st.rejected += 1
+        st.decision += 1
+        terminated = st.decision >= self._arrival_slots.size
+        if terminated:
+            st.time = self.instance.horizon
+            self._advance_backlog(st.time)
+        else:
+            st.time = int(self._arrival_slots[st.decision])
+            self._advance_backlog(st.time)
+        obs, info = self._observe()
+        info.update(invalid_action=invalid, expected_profit=expected, duration=duration)
+        if terminated:
+            info.update(self._episode_summary())
+        return obs, float(reward), bool(terminated), False, info
+
+    def action_masks(self) -> np.ndarray:
+        """Boolean mask of the currently feasible actions (what sb3-contrib's MaskablePPO calls)."""
+        return self._mask.astype(bool)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._state is None:
+            return None
+        st = self._state
+        busy = ", ".join(f"k{k}:{'busy' if b > st.time else 'idle'}" for k, b in enumerate(st.busy_until))
+        return f"t={st.time} profit={st.profit:.3f} accepted={st.accepted} rejected={st.rejected} [{busy}]"
+
+    # --- internals -----------------------------------------------------------------------------
+    def _draw_episode(self) -> None:
+        """Draw the arrivals of every slot and one uniform per arrival for its duration."""
+        horizon = self.instance.horizon
+        if not self._arrival_total.any():
+            raise ValueError(f"{self.instance.describe()} has no arrival probability in any slot")
+        for _ in range(_MAX_REDRAWS):
+            u = self.np_random.random(horizon)
+            device = (u[:, None] >= self._arrival_cdf).sum(axis=1)
+            slots = np.flatnonzero(device < self.instance.num_devices)
+            if slots.size:
+                break
+        else:
+            raise ValueError(f"no arrival in {_MAX_REDRAWS} redraws of an episode of {self.instance.describe()}")
+        self._arrival_slots = slots
+        self._arrival_devices = device[slots]
+        self._duration_u = self.np_random.random(slots.size)
+
+    def _accept(self, server: int, start: int, duration: int) -> None:
+        st = self._state
+        reduction = dynamics.block_slack_reduction(self._pairs, self._cum, server, start, duration)
+        st.pair_slack[server] -= reduction
+        st.busy_until[server] = start + duration
+        st.task_start[server] = start
+        st.accepted += 1
+        within = min(start + duration, self.instance.horizon)
+        st.retraining_work += float(self._cum[server, within] - self._cum[server, start])
+        st.blocks.append((server, start, duration))
+
+    def _advance_backlog(self, until: int) -> None:
+        st = self._state
+        st.backlog = dynamics.advance_backlog(
+            st.backlog, self._releases, self.instance.capacity, st.busy_until, st.backlog_time, until
+        )
+        st.backlog_time = until
+
+    def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
+        st, inst, lay = self._state, self.instance, self.layout
+        K, L = inst.num_servers, inst.num_profiles
+        t = st.time
+        ended = st.decision >= self._arrival_slots.size
+        idle = st.busy_until <= t
+        mask = np.zeros(1 + K * L, np.int8)
+        mask[0] = 1
+        obs = np.zeros(lay.size, np.float32)
+        sl = lay.slices
+        servers = obs[sl["servers"]].reshape(K, 5)
+        if ended:
+            self._mask = mask
+            obs[0] = 1.0
+            obs[sl["action_mask"]] = mask
+            return obs, {"action_mask": mask.copy(), "time": t, "device": -1}
+        block = np.where(idle, dynamics.max_feasible_block(self._pairs, st.pair_slack, self._cum, t), 0)
+        mask[1:] = (idle[:, None] & (block[:, None] >= self._max_duration[None, :])).ravel()
+        self._mask = mask
+        device = int(self._arrival_devices[st.decision])
+        obs[0] = t / inst.horizon
+        obs[1] = self._arrival_total[t]
+        obs[sl["device"].start + device] = 1.0
+        task = obs[sl["task"]]
+        task[0] = self._weight_obs[device]
+        task[1] = inst.accuracy_gap[device, t]
+        task[2:] = self._budget_obs[device]
+        servers[:, 0] = self._capacity_obs[t]
+        servers[:, 1] = ~idle
+        servers[:, 2] = np.where(idle, 0.0, np.minimum((t - st.task_start) / self._duration_scale, 1.0))
+        remaining = st.backlog + self._future_releases[:, t]
+        servers[:, 3] = np.minimum(remaining / self._reserved_scale, 1.0)
+        servers[:, 4] = np.minimum(block / self._duration_scale, 1.0)
+        obs[sl["ssp_profit"]] = self._profit_by_time[t, device] / self._profit_scale
+        obs[sl["ssp_duration"]] = self._ssp_duration_obs
+        if self._lp_by_time is not None:
+            activation, baseline = self._lp_by_time
+            lp = obs[sl["lp"]]
+            lp[: K * L] = activation[t, device]
+            lp[K * L :] = baseline[t]
+        obs[sl["action_mask"]] = mask
+        return obs, {"action_mask": mask.copy(), "time": t, "device": device}
+
+    def _episode_summary(self) -> dict[str, Any]:
+        """End-of-episode metrics, including an independent EDF audit of the reserved tasks."""
+        st, inst = self._state, self.instance
+        res = inst.reserved
+        completed = 0
+        if len(res):
+            horizon = inst.horizon
+            for k in np.unique(res.server):
+                available = inst.capacity[k].copy()
+                for server, start, duration in st.blocks:
+                    if server == k:
+                        available[start : min(start + duration, horizon)] = 0.0
+                on_k = res.server == k
+                served = dynamics.edf_service(available, res.start[on_k], res.end[on_k], res.demand[on_k])
+                completed += int(np.sum(served >= res.demand[on_k] * (1 - 1e-9) - 1e-9))
+        return {
+            "episode_profit": st.profit,
+            "accepted": st.accepted,
+            "rejected": st.rejected,
+            "invalid_actions": st.invalid_actions,
+            "uec_utilisation": st.retraining_work / self._uec_capacity if self._uec_capacity > 0 else 0.0,
+            "reserved_completed": completed,
+            "reserved_total": len(res),
+        }
