@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 #: Relative tolerance for demand/capacity comparisons (floating-point sums of capacities).
 FEASIBILITY_TOL = 1e-9
+#: Absolute tolerance (tera-MAC) when a block may use exactly a pair's slack.
+BLOCK_TOL = 1e-9
+#: "No limit" for the longest feasible block.
+UNBOUNDED = np.iinfo(np.int64).max
 
 
 # --- profit model ------------------------------------------------------------------------------
@@ -100,33 +104,25 @@ def realised_profit(inst: Instance, device: int, server: int, start: int, durati
 
 @dataclass(frozen=True)
 class HallPairs:
-    """Interval constraints of the reserved tasks, padded to (K, P).
+    """Interval constraints of the reserved tasks of one server.
 
     Attributes:
-        start, end: (K, P) interval [start, end] (inclusive slots) of each constraint.
-        slack: (K, P) capacity in the interval minus the demand of the tasks inside it, before any
-            retraining block; padding entries have +inf slack.
-        flat_cum: (K·W,) capacity prefix sums of all servers laid end to end with an offset that keeps
-            them increasing, so one ``searchsorted`` serves every server.
-        width: W, the length of one server's prefix-sum row.
-        offset: (K, 1) the value offset of each server's row in ``flat_cum``.
+        start, end: (P,) interval [start, end] (inclusive slots) of each constraint.
+        slack: (P,) capacity in the interval minus the demand of the tasks inside it, with no retraining.
     """
 
     start: np.ndarray
     end: np.ndarray
     slack: np.ndarray
-    flat_cum: np.ndarray
-    width: int
-    offset: np.ndarray
 
 
-def interval_slacks(capacity_profile: np.ndarray, start: np.ndarray, end: np.ndarray, demand: np.ndarray):
-    """Hall's interval condition for one server: for each pair (a = a release, b = a deadline, a ≤ b)
-    return (a, b, capacity([a, b]) - demand of tasks with window ⊆ [a, b]); only pairs with demand."""
+def interval_slacks(capacity_profile: np.ndarray, start: np.ndarray, end: np.ndarray, demand: np.ndarray) -> HallPairs:
+    """Hall's interval condition for one server: every pair (a = a release, b = a deadline, a ≤ b) with
+    its slack = capacity([a, b]) - demand of the tasks whose window lies inside [a, b] (pairs with
+    demand only; the reserved tasks are feasible on this profile iff every slack is ≥ 0)."""
     if start.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    releases, deadlines = np.unique(start), np.unique(end)
-    a, b = np.meshgrid(releases, deadlines, indexing="ij")
+        return HallPairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    a, b = np.meshgrid(np.unique(start), np.unique(end), indexing="ij")
     a, b = a.ravel(), b.ravel()
     keep = a <= b
     a, b = a[keep], b[keep]
@@ -135,50 +131,56 @@ def interval_slacks(capacity_profile: np.ndarray, start: np.ndarray, end: np.nda
     cum = np.concatenate([[0.0], np.cumsum(capacity_profile)])
     slack = cum[b + 1] - cum[a] - demand_inside
     has_demand = demand_inside > 0
-    return a[has_demand], b[has_demand], slack[has_demand]
+    return HallPairs(a[has_demand], b[has_demand], slack[has_demand])
 
 
-def hall_pairs(inst: Instance) -> HallPairs:
-    """Build the per-server interval constraints of ``inst`` (raises if a server is infeasible)."""
-    res, num_servers = inst.reserved, inst.num_servers
-    per_server = []
-    for k in range(num_servers):
-        on_k = res.server == k
-        per_server.append(interval_slacks(inst.capacity[k], res.start[on_k], res.end[on_k], res.demand[on_k]))
-    width_pairs = max(1, max(p[0].size for p in per_server))
-    start = np.zeros((num_servers, width_pairs), np.int64)
-    end = np.full((num_servers, width_pairs), -1, np.int64)
-    slack = np.full((num_servers, width_pairs), np.inf)
-    for k, (a, b, s) in enumerate(per_server):
-        start[k, : a.size], end[k, : a.size], slack[k, : a.size] = a, b, s
-    cum = inst.cumulative_capacity
-    width = cum.shape[1]
-    offset = (np.arange(num_servers) * (cum[:, -1].max() + 1.0))[:, None]
-    return HallPairs(start=start, end=end, slack=slack, flat_cum=(cum + offset).ravel(), width=width, offset=offset)
+def hall_pairs(inst: Instance) -> list[HallPairs]:
+    """The interval constraints of every server of ``inst``."""
+    res = inst.reserved
+    return [
+        interval_slacks(inst.capacity[k], res.start[res.server == k], res.end[res.server == k], res.demand[res.server == k])
+        for k in range(inst.num_servers)
+    ]
 
 
-def max_feasible_block(pairs: HallPairs, slack: np.ndarray, cum: np.ndarray, time: int) -> np.ndarray:
-    """(K,) the longest block [time, time + B) each server can give a retraining task while every
-    reserved task stays satisfiable (``np.iinfo(int64).max`` where nothing binds). Assumes the servers
-    run nothing from ``time`` on; ``slack`` is the current (K, P) slack after earlier blocks."""
-    first = np.maximum(pairs.start, time)  # blocked capacity counts from max(a, t)
-    room = cum[np.arange(cum.shape[0])[:, None], first] + slack  # prefix value the block may reach
-    binding = (pairs.end >= time) & (room < cum[np.arange(cum.shape[0])[:, None], np.maximum(pairs.end + 1, first)])
-    if not binding.any():
-        return np.full(cum.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
-    server_of = np.broadcast_to(np.arange(cum.shape[0])[:, None], room.shape)
-    flat = np.searchsorted(pairs.flat_cum, (room + pairs.offset)[binding] * (1 + 1e-15) + 1e-12, side="right") - 1
-    reach = flat - server_of[binding] * pairs.width  # last prefix index x with C[x] ≤ room → block [t, x)
-    limit = np.full(room.shape, np.iinfo(np.int64).max, dtype=np.int64)
-    limit[binding] = reach - time
+def max_feasible_block(pairs: HallPairs, slack: np.ndarray, cum: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """(n,) for each start slot in ``times``, the longest block [t, t + B) one server can give a
+    retraining task while all its reserved tasks stay satisfiable (``UNBOUNDED`` where nothing binds).
+
+    ``slack`` is the server's current pair slack (after earlier blocks, all ending before ``times``),
+    ``cum`` its capacity prefix sums. For a pair [a, b] with slack s, the block may take at most s
+    from [max(a, t), b]: it may reach the last x with C[x] ≤ C[max(a, t)] + s, so B = x - t.
+    """
+    times = np.asarray(times, dtype=np.int64)
+    if pairs.start.size == 0:
+        return np.full(times.shape, UNBOUNDED, dtype=np.int64)
+    first = np.maximum(pairs.start[None, :], times[:, None])  # (n, P)
+    room = cum[first] + (slack[None, :] + BLOCK_TOL)
+    binding = room < cum[np.maximum(pairs.end[None, :] + 1, first)]
+    limit = np.full(first.shape, UNBOUNDED, dtype=np.int64)
+    rows = np.nonzero(binding)[0]
+    limit[binding] = np.searchsorted(cum, room[binding], side="right") - 1 - times[rows]
     return limit.min(axis=1)
 
 
-def block_slack_reduction(pairs: HallPairs, cum: np.ndarray, server: int, start: int, duration: int) -> np.ndarray:
-    """(P,) capacity a block [start, start + duration) on ``server`` removes from each of its pairs."""
-    lo = np.maximum(pairs.start[server], start)
-    hi = np.minimum(pairs.end[server] + 1, start + duration)
-    return np.where(hi > lo, cum[server, np.maximum(hi, lo)] - cum[server, lo], 0.0)
+def block_slack_reduction(pairs: HallPairs, cum: np.ndarray, start: int, duration: int) -> np.ndarray:
+    """(P,) capacity a block [start, start + duration) on a server removes from each of its pairs."""
+    lo = np.maximum(pairs.start, start)
+    hi = np.minimum(pairs.end + 1, start + duration)
+    return np.where(hi > lo, cum[np.maximum(hi, lo)] - cum[lo], 0.0)
+
+
+def backlog_trajectory(initial: float, releases: np.ndarray, available: np.ndarray) -> np.ndarray:
+    """(n + 1,) reserved work released but unserved at the start of each slot of a span, given the
+    backlog ``initial`` at its start, the demand ``releases`` and the capacity ``available`` to reserved
+    tasks in each of its n slots (0 where a retraining task holds the server).
+
+    EDF is work-conserving, so the aggregate backlog follows Lindley's recursion
+    Q(τ+1) = max(0, Q(τ) + released(τ) - available(τ)), i.e. with W the running sum of the net input,
+    Q(τ) = max(initial + W(τ), W(τ) - min_{s ≤ τ} W(s)).
+    """
+    walk = np.concatenate([[0.0], np.cumsum(releases - available)])
+    return np.maximum(np.maximum(initial + walk, walk - np.minimum.accumulate(walk)), 0.0)
 
 
 # --- reserved tasks: EDF service ---------------------------------------------------------------
@@ -187,52 +189,27 @@ def edf_service(available: np.ndarray, start: np.ndarray, end: np.ndarray, deman
     """Serve reserved tasks of one server by preemptive, divisible EDF on ``available`` capacity per slot.
 
     Returns the demand served to each task within its window (a task is met iff served ≥ demand).
-    A slot's capacity is split: the earliest-deadline released task first, the rest to the next.
+    A slot's capacity goes to the earliest-deadline released unfinished task, the rest to the next.
+    This is the literal slot-by-slot rule, kept simple on purpose: it audits the feasibility mask.
     """
-    order = np.lexsort((start, end))
-    remaining = demand[order].astype(float).copy()
-    s, e = start[order], end[order]
-    served = np.zeros_like(remaining)
-    if remaining.size == 0:
-        return served
-    for t in range(int(s.min()), int(e.max()) + 1):
-        cap = float(available[t])
-        if cap <= 0:
-            continue
-        for i in range(remaining.size):  # tasks sorted by deadline
-            if s[i] <= t <= e[i] and remaining[i] > 0:
+    order = np.lexsort((start, end))  # by deadline, then release
+    starts, ends = start[order].tolist(), end[order].tolist()
+    remaining = demand[order].astype(float).tolist()
+    served = [0.0] * len(remaining)
+    capacity = available.tolist()
+    for t in range(min(starts, default=0), max(ends, default=-1) + 1):
+        cap = capacity[t]
+        for i, (s_i, e_i) in enumerate(zip(starts, ends)):
+            if cap <= 0.0:
+                break
+            if s_i <= t <= e_i and remaining[i] > 0.0:
                 give = min(cap, remaining[i])
                 remaining[i] -= give
                 served[i] += give
                 cap -= give
-                if cap <= 0:
-                    break
-    out = np.empty_like(served)
+    out = np.empty(len(served))
     out[order] = served
     return out
-
-
-def advance_backlog(
-    backlog: np.ndarray,
-    releases: np.ndarray,
-    capacity: np.ndarray,
-    busy_until: np.ndarray,
-    t0: int,
-    t1: int,
-) -> np.ndarray:
-    """(K,) reserved work released and unserved at ``t1`` given the backlog at ``t0``.
-
-    EDF is work-conserving, so the aggregate backlog follows Lindley's recursion
-    Q(τ+1) = max(0, Q(τ) + released(τ) - available(τ)); over [t0, t1) in closed form
-    Q(t1) = max(0, Q(t0) + Σ net, max_s Σ_{τ ≥ s} net). Servers are blocked while τ < busy_until.
-    """
-    if t1 <= t0:
-        return backlog
-    span = slice(t0, t1)
-    free = np.arange(t0, t1)[None, :] >= busy_until[:, None]
-    net = releases[:, span] - capacity[:, span] * free
-    suffix = np.cumsum(net[:, ::-1], axis=1)[:, ::-1]
-    return np.maximum(np.maximum(suffix.max(axis=1), backlog + suffix[:, 0]), 0.0)
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -291,7 +268,7 @@ def validate_instance(inst: Instance) -> None:
             raise ValueError("reserved.demand must be >= 0")
         for k in range(num_servers):
             on_k = res.server == k
-            _, _, slack = interval_slacks(inst.capacity[k], res.start[on_k], res.end[on_k], res.demand[on_k])
+            slack = interval_slacks(inst.capacity[k], res.start[on_k], res.end[on_k], res.demand[on_k]).slack
             if slack.size and slack.min() < -FEASIBILITY_TOL * max(1.0, inst.capacity[k].sum()):
                 raise ValueError(
                     f"reserved tasks on server {k} are not EDF-feasible even with no retraining "

@@ -14,7 +14,6 @@ from envs.uec import dynamics
 from envs.uec.generator import Scenario, generate_instance, resolve_scenario
 from envs.uec.types import Instance, State
 
-_UNBOUNDED = np.iinfo(np.int64).max
 _MAX_REDRAWS = 1000
 
 
@@ -58,6 +57,10 @@ class ObservationLayout:
             out[name] = slice(start, start + size)
             start += size
         return out
+
+    def offset(self, name: str) -> int:
+        """Index of the first entry of part ``name``."""
+        return self.slices[name].start
 
     @property
     def size(self) -> int:
@@ -176,6 +179,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         )
         self.action_space = spaces.Discrete(1 + instance.num_servers * instance.num_profiles)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.layout.size,), dtype=np.float32)
+        self._num_actions = int(self.action_space.n)
+        self._servers_start = self.layout.offset("servers")
+        self._servers_stop = self._servers_start + 5 * instance.num_servers
+        self._mask_start = self.layout.offset("action_mask")
         self._set_instance(instance)
         self._state: State | None = None
 
@@ -206,10 +213,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._arrival_total = instance.arrival_prob.sum(axis=1)
         self._arrival_cdf = np.cumsum(instance.arrival_prob, axis=1)
         res = instance.reserved
-        releases = np.zeros((K, T))
-        np.add.at(releases, (res.server, res.start), res.demand)
-        self._releases = releases
-        self._future_releases = np.concatenate([np.cumsum(releases[:, ::-1], axis=1)[:, ::-1], np.zeros((K, 1))], axis=1)
+        releases = instance.reserved_releases
+        self._future_releases = np.concatenate([np.cumsum(releases[:, ::-1], axis=1)[:, ::-1], np.zeros((K, 1))], axis=1).T
         cap_scale = float(instance.capacity.max())
         self._capacity_obs = (instance.capacity / cap_scale).T.copy()  # (T, K)
         self._reserved_scale = cap_scale * T
@@ -249,19 +254,21 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             time=int(self._arrival_slots[0]),
             busy_until=np.zeros(K, np.int64),
             task_start=np.zeros(K, np.int64),
-            pair_slack=self._pairs.slack.copy(),
-            backlog=np.zeros(K),
-            backlog_time=0,
+            pair_slack=[pairs.slack.copy() for pairs in self._pairs],
+            block_limits=inst.free_block_limits[self._arrival_slots],
+            backlog=inst.free_backlog.copy(),
         )
-        self._advance_backlog(self._state.time)
+        # observation caches derived from the state, updated only when a task is accepted
+        self._block_obs = np.minimum(self._state.block_limits / self._duration_scale, 1.0)
+        self._reserved_obs = np.minimum((self._state.backlog + self._future_releases) / self._reserved_scale, 1.0)
         obs, info = self._observe()
         return obs, info
 
     def step(self, action: Any):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action):
-            raise ValueError(f"action={action!r} is invalid: expected an integer in [0, {self.action_space.n - 1}]")
+        if not (type(action) is int and 0 <= action < self._num_actions) and not self.action_space.contains(action):
+            raise ValueError(f"action={action!r} is invalid: expected an integer in [0, {self._num_actions - 1}]")
         st = self._state
         if st.decision >= self._arrival_slots.size:
             raise RuntimeError("the episode has terminated; call reset()")
@@ -271,7 +278,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         if action != 0:
             if self._mask[action]:
                 server, profile = divmod(action - 1, self.instance.num_profiles)
-                duration = int(np.searchsorted(self._duration_cdf[profile], self._duration_u[st.decision], side="right")) + 1
+                u = self._duration_u[st.decision]
+                duration = int(np.searchsorted(self._duration_cdf[profile], u, side="right")) + 1
                 reward = dynamics.realised_profit(self.instance, device, server, t, duration)
                 expected = float(self._profit_by_time[t, device, action - 1])
                 self._accept(server, t, duration)
@@ -283,17 +291,14 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             st.rejected += 1
         st.decision += 1
         terminated = st.decision >= self._arrival_slots.size
-        if terminated:
-            st.time = self.instance.horizon
-            self._advance_backlog(st.time)
-        else:
-            st.time = int(self._arrival_slots[st.decision])
-            self._advance_backlog(st.time)
+        st.time = self.instance.horizon if terminated else int(self._arrival_slots[st.decision])
         obs, info = self._observe()
-        info.update(invalid_action=invalid, expected_profit=expected, duration=duration)
+        info["invalid_action"] = invalid
+        info["expected_profit"] = expected
+        info["duration"] = duration
         if terminated:
             info.update(self._episode_summary())
-        return obs, float(reward), bool(terminated), False, info
+        return obs, float(reward), terminated, False, info
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the currently feasible actions (what sb3-contrib's MaskablePPO calls)."""
@@ -308,82 +313,98 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     # --- internals -----------------------------------------------------------------------------
     def _draw_episode(self) -> None:
-        """Draw the arrivals of every slot and one uniform per arrival for its duration."""
-        horizon = self.instance.horizon
+        """Draw the arrivals of every slot and one uniform per arrival for its duration, then build the
+        parts of each arrival's observation that do not depend on the servers' state."""
+        inst = self.instance
+        horizon = inst.horizon
         if not self._arrival_total.any():
-            raise ValueError(f"{self.instance.describe()} has no arrival probability in any slot")
+            raise ValueError(f"{inst.describe()} has no arrival probability in any slot")
         for _ in range(_MAX_REDRAWS):
             u = self.np_random.random(horizon)
             device = (u[:, None] >= self._arrival_cdf).sum(axis=1)
-            slots = np.flatnonzero(device < self.instance.num_devices)
+            slots = np.flatnonzero(device < inst.num_devices)
             if slots.size:
                 break
         else:
-            raise ValueError(f"no arrival in {_MAX_REDRAWS} redraws of an episode of {self.instance.describe()}")
+            raise ValueError(f"no arrival in {_MAX_REDRAWS} redraws of an episode of {inst.describe()}")
+        devices = device[slots]
         self._arrival_slots = slots
-        self._arrival_devices = device[slots]
+        self._arrival_devices = devices
         self._duration_u = self.np_random.random(slots.size)
+        self._static_rows = self._static_observations(slots, devices)
 
-    def _accept(self, server: int, start: int, duration: int) -> None:
-        st = self._state
-        reduction = dynamics.block_slack_reduction(self._pairs, self._cum, server, start, duration)
-        st.pair_slack[server] -= reduction
-        st.busy_until[server] = start + duration
-        st.task_start[server] = start
-        st.accepted += 1
-        within = min(start + duration, self.instance.horizon)
-        st.retraining_work += float(self._cum[server, within] - self._cum[server, start])
-        st.blocks.append((server, start, duration))
-
-    def _advance_backlog(self, until: int) -> None:
-        st = self._state
-        st.backlog = dynamics.advance_backlog(
-            st.backlog, self._releases, self.instance.capacity, st.busy_until, st.backlog_time, until
-        )
-        st.backlog_time = until
-
-    def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
-        st, inst, lay = self._state, self.instance, self.layout
-        K, L = inst.num_servers, inst.num_profiles
-        t = st.time
-        ended = st.decision >= self._arrival_slots.size
-        idle = st.busy_until <= t
-        mask = np.zeros(1 + K * L, np.int8)
-        mask[0] = 1
-        obs = np.zeros(lay.size, np.float32)
+    def _static_observations(self, slots: np.ndarray, devices: np.ndarray) -> np.ndarray:
+        """(N, n) the state-independent part of the observation of each arrival (one vectorised pass)."""
+        inst, lay = self.instance, self.layout
+        K = inst.num_servers
+        rows = np.zeros((slots.size, lay.size), np.float32)
         sl = lay.slices
-        servers = obs[sl["servers"]].reshape(K, 5)
-        if ended:
-            self._mask = mask
-            obs[0] = 1.0
-            obs[sl["action_mask"]] = mask
-            return obs, {"action_mask": mask.copy(), "time": t, "device": -1}
-        block = np.where(idle, dynamics.max_feasible_block(self._pairs, st.pair_slack, self._cum, t), 0)
-        mask[1:] = (idle[:, None] & (block[:, None] >= self._max_duration[None, :])).ravel()
-        self._mask = mask
-        device = int(self._arrival_devices[st.decision])
-        obs[0] = t / inst.horizon
-        obs[1] = self._arrival_total[t]
-        obs[sl["device"].start + device] = 1.0
-        task = obs[sl["task"]]
-        task[0] = self._weight_obs[device]
-        task[1] = inst.accuracy_gap[device, t]
-        task[2:] = self._budget_obs[device]
-        servers[:, 0] = self._capacity_obs[t]
-        servers[:, 1] = ~idle
-        servers[:, 2] = np.where(idle, 0.0, np.minimum((t - st.task_start) / self._duration_scale, 1.0))
-        remaining = st.backlog + self._future_releases[:, t]
-        servers[:, 3] = np.minimum(remaining / self._reserved_scale, 1.0)
-        servers[:, 4] = np.minimum(block / self._duration_scale, 1.0)
-        obs[sl["ssp_profit"]] = self._profit_by_time[t, device] / self._profit_scale
-        obs[sl["ssp_duration"]] = self._ssp_duration_obs
+        rows[:, 0] = slots / inst.horizon
+        rows[:, 1] = self._arrival_total[slots]
+        rows[np.arange(slots.size), sl["device"].start + devices] = 1.0
+        task = sl["task"].start
+        rows[:, task] = self._weight_obs[devices]
+        rows[:, task + 1] = inst.accuracy_gap[devices, slots]
+        rows[:, task + 2 : task + 2 + K] = self._budget_obs[devices]
+        rows[:, sl["servers"].start : sl["servers"].stop : 5] = self._capacity_obs[slots]
+        rows[:, sl["ssp_profit"]] = self._profit_by_time[slots, devices] / self._profit_scale
+        rows[:, sl["ssp_duration"]] = self._ssp_duration_obs
+        rows[:, sl["action_mask"].start] = 1.0  # reject is always feasible
         if self._lp_by_time is not None:
             activation, baseline = self._lp_by_time
-            lp = obs[sl["lp"]]
-            lp[: K * L] = activation[t, device]
-            lp[K * L :] = baseline[t]
-        obs[sl["action_mask"]] = mask
-        return obs, {"action_mask": mask.copy(), "time": t, "device": device}
+            lp = sl["lp"].start
+            rows[:, lp : lp + activation.shape[2]] = activation[slots, devices]
+            rows[:, lp + activation.shape[2] : sl["lp"].stop] = baseline[slots]
+        return rows
+
+    def _accept(self, server: int, start: int, duration: int) -> None:
+        """Block ``server`` for [start, start + duration) and update what depends on its blocks."""
+        st, inst = self._state, self.instance
+        pairs, cum = self._pairs[server], self._cum[server]
+        st.pair_slack[server] -= dynamics.block_slack_reduction(pairs, cum, start, duration)
+        free_from = start + duration
+        later = int(np.searchsorted(self._arrival_slots, free_from))  # only future decisions need it
+        if later < self._arrival_slots.size:
+            st.block_limits[later:, server] = dynamics.max_feasible_block(
+                pairs, st.pair_slack[server], cum, self._arrival_slots[later:]
+            )
+            self._block_obs[later:, server] = np.minimum(st.block_limits[later:, server] / self._duration_scale, 1.0)
+        available = inst.capacity[server, start:].copy()
+        available[:duration] = 0.0
+        st.backlog[start:, server] = dynamics.backlog_trajectory(
+            st.backlog[start, server], inst.reserved_releases[server, start:], available
+        )
+        self._reserved_obs[start:, server] = np.minimum(
+            (st.backlog[start:, server] + self._future_releases[start:, server]) / self._reserved_scale, 1.0
+        )
+        st.busy_until[server] = free_from
+        st.task_start[server] = start
+        st.accepted += 1
+        st.retraining_work += float(cum[min(free_from, inst.horizon)] - cum[start])
+        st.blocks.append((server, start, duration))
+
+    def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
+        st = self._state
+        t = st.time
+        if st.decision >= self._arrival_slots.size:
+            self._mask = mask = np.zeros(self._num_actions, np.int8)
+            mask[0] = 1
+            obs = np.zeros(self.layout.size, np.float32)
+            obs[0] = 1.0
+            obs[self._mask_start :] = mask
+            return obs, {"action_mask": mask.copy(), "time": t, "device": -1}
+        decision = st.decision
+        idle = st.busy_until <= t
+        busy = ~idle
+        obs = self._static_rows[decision].copy()
+        obs[self._mask_start + 1 :] = ((st.block_limits[decision] * idle)[:, None] >= self._max_duration).ravel()
+        servers = obs[self._servers_start : self._servers_stop].reshape(-1, 5)  # (K, 5) view, see layout
+        servers[:, 1] = busy
+        servers[:, 2] = np.minimum((t - st.task_start) / self._duration_scale, 1.0) * busy
+        servers[:, 3] = self._reserved_obs[t]
+        servers[:, 4] = self._block_obs[decision] * idle
+        self._mask = mask = obs[self._mask_start :].astype(np.int8)
+        return obs, {"action_mask": mask.copy(), "time": t, "device": int(self._arrival_devices[decision])}
 
     def _episode_summary(self) -> dict[str, Any]:
         """End-of-episode metrics, including an independent EDF audit of the reserved tasks."""

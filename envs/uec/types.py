@@ -132,9 +132,40 @@ class Instance:
         return dynamics.expected_profit_table(self)
 
     @cached_property
-    def feasibility_pairs(self) -> dynamics.HallPairs:
-        """Interval (Hall) constraints of the reserved tasks, per server, for the feasibility mask."""
+    def feasibility_pairs(self) -> list[dynamics.HallPairs]:
+        """Interval (Hall) constraints of the reserved tasks of each server, for the feasibility mask."""
         return dynamics.hall_pairs(self)
+
+    @cached_property
+    def reserved_releases(self) -> np.ndarray:
+        """(K, T) reserved demand released at each slot (a task's whole demand at its window start)."""
+        releases = np.zeros((self.num_servers, self.horizon))
+        np.add.at(releases, (self.reserved.server, self.reserved.start), self.reserved.demand)
+        return releases
+
+    @cached_property
+    def free_block_limits(self) -> np.ndarray:
+        """(T, K) longest feasible retraining block from each slot on a server with no retraining yet."""
+        times = np.arange(self.horizon)
+        cum = self.cumulative_capacity
+        return np.stack(
+            [
+                dynamics.max_feasible_block(pairs, pairs.slack, cum[k], times)
+                for k, pairs in enumerate(self.feasibility_pairs)
+            ],
+            axis=1,
+        )
+
+    @cached_property
+    def free_backlog(self) -> np.ndarray:
+        """(T + 1, K) reserved backlog at the start of each slot when no retraining ever runs."""
+        return np.stack(
+            [
+                dynamics.backlog_trajectory(0.0, self.reserved_releases[k], self.capacity[k])
+                for k in range(self.num_servers)
+            ],
+            axis=1,
+        )
 
     def describe(self) -> str:
         """One line naming the sizes, used in error messages and reports."""
@@ -154,9 +185,9 @@ class State:
         time: current slot (the pending arrival's slot).
         busy_until: (K,) first slot at which each server is free of retraining.
         task_start: (K,) slot at which the running retraining task started (valid while busy).
-        pair_slack: (K, P) remaining slack of each reserved-task interval constraint.
-        backlog: (K,) reserved work released but not yet served (EDF is work-conserving).
-        backlog_time: slot up to which ``backlog`` has been advanced.
+        pair_slack: per server, the remaining slack of each reserved-task interval constraint.
+        block_limits: (N, K) longest feasible block at each of the episode's N arrivals, given the blocks so far.
+        backlog: (T + 1, K) reserved backlog at the start of each slot, given the blocks so far.
         profit, accepted, rejected, invalid_actions: running totals.
         retraining_work: capacity (tera-MAC, within the horizon) given to retraining so far.
         blocks: (server, start, duration) of every accepted task, for reports and audits.
@@ -166,9 +197,9 @@ class State:
     time: int
     busy_until: np.ndarray
     task_start: np.ndarray
-    pair_slack: np.ndarray
+    pair_slack: list[np.ndarray]
+    block_limits: np.ndarray
     backlog: np.ndarray
-    backlog_time: int
     profit: float = 0.0
     accepted: int = 0
     rejected: int = 0
