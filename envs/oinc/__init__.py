@@ -1,0 +1,10 @@
+"""OINC-v0: joint inference and retraining scheduling on multiple edges (Zeng et al., IWQoS 2024).
+
+Modules: types (Instance, EpisodeDraws, Jobs), generator (Scenario, presets, sweeps), workload (bursty
+surrogate and trace CSV loader), dynamics (the model's formulas), retraining (the retraining
+controllers), env (OINCEnv).
+"""
+
+from envs.oinc.env import OINCEnv
+
+__all__ = ["OINCEnv"]

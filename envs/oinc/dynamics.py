@@ -1,0 +1,207 @@
+"""The pure model of OINC-v0: shares, latency, reward, reservation and retraining formulas (numpy only).
+
+Every formula of the paper lives here once; the env, the retraining controllers, the baselines and the
+tests call these functions. Notation follows the paper: device i, edge j, job k; f_j CPU (Hz), B_j
+bandwidth; z_ij compute share, v_ij bandwidth share, p_j^r retraining share, f_j^t = 1 - p_j^r.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Weights of the W = 4 discrete share levels of the action (level l has weight 2**l).
+LEVEL_WEIGHTS = np.array([1.0, 2.0, 4.0, 8.0])
+NUM_LEVELS = LEVEL_WEIGHTS.size
+#: Slot length in seconds (the paper's 1-s decision interval).
+SLOT_S = 1.0
+#: Floor on the time left for computing when estimating the compute an SLO needs (seconds).
+MIN_COMPUTE_WINDOW_S = 0.05
+
+
+# ----------------------------------------------------------------------------- inference
+def normalised_group_shares(group: np.ndarray, weights: np.ndarray, num_groups: int) -> np.ndarray:
+    """weight_i / sum of the weights in i's group: the shares of one edge sum to 1 (constraints 1c, 3a)."""
+    totals = np.bincount(group, weights=weights, minlength=num_groups)
+    return weights / totals[group]
+
+
+def shares_from_levels(
+    edge: np.ndarray, compute_level: np.ndarray, bandwidth_level: np.ndarray, num_edges: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-device (z_frac, v) from the discrete action: the fraction of its edge's inference compute
+    and of its edge's band. Multiply z_frac by f_j^t to get z_ij."""
+    z_frac = normalised_group_shares(edge, LEVEL_WEIGHTS[compute_level], num_edges)
+    v = normalised_group_shares(edge, LEVEL_WEIGHTS[bandwidth_level], num_edges)
+    return z_frac, v
+
+
+def transmission_time(data_bits: np.ndarray, full_rate_bps: np.ndarray, bandwidth_share: np.ndarray) -> np.ndarray:
+    """d_i / r_ij with r_ij = v_ij · B_j log2(1 + rho g / sigma^2) (``full_rate_bps`` is the v = 1 rate)."""
+    return data_bits / (bandwidth_share * full_rate_bps)
+
+
+def computation_time(cycles: np.ndarray, cpu_hz: np.ndarray, compute_share: np.ndarray) -> np.ndarray:
+    """c_i / (z_ij f_j)."""
+    return cycles / (compute_share * cpu_hz)
+
+
+def inference_latency(
+    data_bits: np.ndarray,
+    cycles: np.ndarray,
+    full_rate_bps: np.ndarray,
+    cpu_hz: np.ndarray,
+    compute_share: np.ndarray,
+    bandwidth_share: np.ndarray,
+) -> np.ndarray:
+    """tau_ij = d_i / r_ij + c_i / (z_ij f_j) for each device at its chosen edge (all arrays (I,))."""
+    return transmission_time(data_bits, full_rate_bps, bandwidth_share) + computation_time(
+        cycles, cpu_hz, compute_share
+    )
+
+
+def task_rewards(latency_s: np.ndarray, slo_s: np.ndarray, psi: float) -> np.ndarray:
+    """Eq. (4): R_i = -tau_i if tau_i <= SLO_i else -(tau_i + psi)."""
+    return -latency_s - psi * (latency_s > slo_s)
+
+
+def slot_reward(latency_s: np.ndarray, slo_s: np.ndarray, psi: float) -> float:
+    """Eq. (4): R_t = (1 / I_t) sum_i R_i,t (every device has one task per slot)."""
+    return float(task_rewards(latency_s, slo_s, psi).mean())
+
+
+def pause_edges(
+    edge: np.ndarray,
+    latency_s: np.ndarray,
+    latency_full_edge_s: np.ndarray,
+    upload_s: np.ndarray,
+    cycles: np.ndarray,
+    slo_s: np.ndarray,
+    cpu_hz: np.ndarray,
+    inference_share: np.ndarray,
+    candidates: np.ndarray,
+) -> np.ndarray:
+    """The pause-for-inference rule (paper: "when the reserved resources for inference are insufficient,
+    OINC ... temporarily pauses retraining jobs", B15).
+
+    Edge j (among ``candidates``, a (J,) bool of edges running retraining) pauses retraining for the slot
+    when (a) the reserve is insufficient: the compute its tasks need to meet their SLOs after their
+    uploads, sum_i c_i / ((SLO_i - upload_i) f_j) over tasks that can still meet it, exceeds f_j^t, and
+    (b) giving inference the whole edge meets strictly more SLOs there. Returns a (J,) bool.
+    """
+    num_edges = cpu_hz.shape[0]
+    left = slo_s - upload_s
+    savable = left > 0
+    need = np.bincount(edge[savable], weights=cycles[savable] / left[savable], minlength=num_edges) / cpu_hz
+    misses_now = np.bincount(edge, weights=latency_s > slo_s, minlength=num_edges)
+    misses_full = np.bincount(edge, weights=latency_full_edge_s > slo_s, minlength=num_edges)
+    return candidates & (need > inference_share) & (misses_full < misses_now)
+
+
+def sqrt_split(values: np.ndarray, group: np.ndarray, num_groups: int) -> np.ndarray:
+    """Closed-form minimiser of sum_i a_i / x_i s.t. sum_{i in group} x_i = 1: x_i ∝ sqrt(a_i) (KKT)."""
+    root = np.sqrt(values)
+    return normalised_group_shares(group, root, num_groups)
+
+
+def levels_for_shares(shares: np.ndarray, group: np.ndarray, num_groups: int) -> np.ndarray:
+    """Map continuous within-edge shares onto the W = 4 discrete levels (weights 1, 2, 4, 8).
+
+    Only ratios inside an edge matter, so the largest share of each edge gets weight 8 and every other
+    share the level nearest in log2 scale to 8 · share / largest share (ratios beyond 8 saturate at 1).
+    """
+    largest = np.zeros(num_groups)
+    np.maximum.at(largest, group, shares)
+    ratio = shares / largest[group]
+    return np.clip(np.rint(np.log2(8.0 * ratio)), 0, NUM_LEVELS - 1).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- reservation (Alg. 2)
+def equal_share_upload_s(data_bits: np.ndarray, full_rate_bps: np.ndarray, num_edges: int) -> np.ndarray:
+    """Upload time of each task with an equal bandwidth share (I/J devices per edge, mean rate over edges)."""
+    num_devices = data_bits.shape[0]
+    per_edge = max(num_devices / num_edges, 1.0)
+    return data_bits * per_edge / full_rate_bps.mean(axis=1)
+
+
+def inference_need_hz(
+    cycles: np.ndarray, slo_s: np.ndarray, upload_s: np.ndarray, min_window_s: float = MIN_COMPUTE_WINDOW_S
+) -> float:
+    """res_min's current term (B1): sum_i c_i / window_i in cycles per second.
+
+    window_i = SLO_i - upload_i when at least ``min_window_s`` is left for computing; a task whose
+    upload alone (nearly) exhausts its SLO cannot be saved by compute and only needs to finish within
+    the slot (window = 1 slot), instead of inflating the need by c_i / eps.
+    """
+    return float(np.sum(cycles / compute_window_s(slo_s, upload_s, min_window_s)))
+
+
+def compute_window_s(slo_s: np.ndarray, upload_s: np.ndarray, min_window_s: float = MIN_COMPUTE_WINDOW_S) -> np.ndarray:
+    """Time left for computing within the SLO after the upload (1 slot for tasks that cannot meet it)."""
+    left = slo_s - upload_s
+    return np.where(left >= min_window_s, left, SLOT_S)
+
+
+def reservation_share(
+    free_hz: float, res_min_hz: float, alpha: float, beta: float, num: int, cpu_selected_hz: np.ndarray
+) -> np.ndarray:
+    """Eq. (2) in consistent units (B2): p_j' = beta (sum_j f_j (1 - p_j) - res_min) / ((alpha + beta) num f_j')."""
+    spare = max(free_hz - res_min_hz, 0.0)
+    return beta * spare / ((alpha + beta) * num * cpu_selected_hz)
+
+
+def pooled_inference_latency_s(
+    data_bits: np.ndarray,
+    cycles: np.ndarray,
+    full_rate_bps: np.ndarray,
+    inference_hz: float,
+    num_edges: int,
+) -> float:
+    """Alg. 2's latency estimate: equal bandwidth split and the pooled inference compute shared equally."""
+    num_devices = data_bits.shape[0]
+    upload = equal_share_upload_s(data_bits, full_rate_bps, num_edges)
+    compute = cycles * num_devices / max(inference_hz, 1e-9)
+    return float(np.mean(upload + compute))
+
+
+# ----------------------------------------------------------------------------- retraining (Alg. 5)
+def job_weight(deadline_s: np.ndarray, now_s: float, beta: float = 1.0) -> np.ndarray:
+    """l_k(t) = beta_k / max(D_k - t, 1) (B5: inversely proportional to the time left to the deadline)."""
+    return beta / np.maximum(deadline_s - now_s, 1.0)
+
+
+def remaining_time_s(remaining_cycles: np.ndarray, share: np.ndarray | float, cpu_hz: np.ndarray | float) -> np.ndarray:
+    """h_kj(t) = remaining workload / (p_j^r f_j) (eq. 8 in consistent units, B7); inf where p_j^r = 0."""
+    rate = np.asarray(share, dtype=float) * np.asarray(cpu_hz, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(rate > 0, np.asarray(remaining_cycles, dtype=float) / np.where(rate > 0, rate, 1.0), np.inf)
+
+
+def dispatch_cost(
+    new_weight: float, new_time: float, queue_weights: np.ndarray, queue_times: np.ndarray
+) -> float:
+    """Eq. (9) without the 1/(1+eps) factor (it does not change the argmin, B8).
+
+    C_kj = l_k · sum_{k' denser than k} h_k'j + l_k h_kj + sum_{k' not denser} l_k' h_k'j, with density
+    s = l / h. Infinite when the edge holds no retraining share (h_kj = inf).
+    """
+    if not np.isfinite(new_time):
+        return float("inf")
+    density_new = new_weight / new_time
+    density_queue = queue_weights / queue_times
+    denser = density_queue > density_new
+    return float(
+        new_weight * queue_times[denser].sum() + new_weight * new_time + (queue_weights * queue_times)[~denser].sum()
+    )
+
+
+def largest_density(weights: np.ndarray, times: np.ndarray) -> int:
+    """Index (into the given arrays) of the job of largest density s = l / h (B6: the text's argmax)."""
+    return int(np.argmax(weights / times))
+
+
+def weighted_completion(
+    order_times: np.ndarray, order_weights: np.ndarray, start_s: float = 0.0
+) -> tuple[np.ndarray, float]:
+    """Completion times of jobs run back to back in the given order, and sum_k l_k · completion_k."""
+    finish = start_s + np.cumsum(order_times)
+    return finish, float(np.sum(order_weights * finish))

@@ -1,0 +1,344 @@
+"""OINC-v0: joint online scheduling of DNN inference tasks and retraining jobs across edges (OINC).
+
+Zeng et al., "Efficient Online DNN Inference with Continuous Learning in Edge Computing", IWQoS 2024.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.common.validation import check_choice, check_in_range
+from envs.oinc import dynamics as dyn
+from envs.oinc.generator import Scenario, make_scenario
+from envs.oinc.retraining import RetrainingController, make_controller
+from envs.oinc.types import EpisodeDraws, Instance, Jobs
+
+OBSERVATIONS = ("paper", "extended")
+
+
+class OINCEnv(gym.Env):
+    """
+    ## Description
+
+    I devices each generate one DNN inference task per 1-s slot, Task_i^t = {d_i^t, c_i^t, SLO_i}, and
+    offload it to one of J edges (CPU f_j, band B_j). Data drift on a device occasionally creates a
+    retraining job Job_k = {i_k, a_k, w_k, D_k} that also runs on the edges. Each slot a **retraining
+    controller** (an env component chosen by ``retraining=``, OINC's Alg. 2 + Alg. 5 by default) reserves
+    a share p_j^r of every edge for retraining; the **agent** then schedules the inference tasks within
+    f_j^t = 1 - p_j^r: the edge y_ij, the compute share z_ij and the bandwidth share v_ij of every task
+    (the MDP of the paper's Section IV-C). Latency tau_ij = d_i / r_ij + c_i / (z_ij f_j) with the
+    Shannon rate r_ij = v_ij B_j log2(1 + rho_i g_ij / sigma^2) (``envs.common.radio``; "paper" channel
+    preset by default). Retraining jobs run one per edge and slot at share p_j^r; with the ``aret`` and
+    ``kalmia`` controllers an edge pauses retraining for the slot (inference gets the whole edge) when
+    the agent's allocation misses an SLO there that the whole edge would meet.
+
+    ## Action Space
+
+    ``MultiDiscrete([J, 4, 4] * I)``, flat: entries ``3i, 3i+1, 3i+2`` are device i's edge, compute
+    level and bandwidth level. Level l has weight 2**l (1, 2, 4, 8); device i's compute share is its
+    weight over the compute weights of all devices on the same edge, times f_j^t, and likewise its
+    bandwidth share (times 1): the discretised form of the paper's three softmax heads, feasible by
+    construction (sum_i z_ij <= f_j^t, sum_i v_ij <= 1, one edge per task).
+
+    ## Observation Space
+
+    ``Box(0, 1, (n,), float32)``; ``observation="paper"`` is the paper's state S_t = {d^t, c^t, f^t}:
+
+    | slice                  | meaning                                                            |
+    |------------------------|--------------------------------------------------------------------|
+    | [0, I)                 | d_i^t, min-max normalised over the scenario's data-size range       |
+    | [I, 2I)                | c_i^t, min-max normalised over the scenario's workload range        |
+    | [2I, 2I+J)             | f_j^t = 1 - p_j^r, the share of edge j available to inference      |
+
+    ``observation="extended"`` appends SLO_i / max SLO (I), the full-band rate r_ij / max rate (I·J,
+    row-major) and the number of retraining jobs queued on each edge / I (J, clipped to 1).
+
+    ## Starting State
+
+    An instance (edges, devices, distances, SLOs, the rate table) is drawn once from
+    ``np.random.default_rng(instance_seed)``; ``reset(options={"instance": inst})`` pins another one and
+    ``options={"resample": True}`` (or ``resample_instance=True``) draws a fresh one. Every reset draws
+    the episode's workload series, drift events, job sizes and deadlines from ``self.np_random``; slot 0's
+    tasks, jobs and reservation are in the first observation.
+
+    ## Rewards
+
+    Eq. (4): R_t = (1/I) sum_i R_i,t with R_i,t = -tau_i^t if tau_i^t <= SLO_i else -(tau_i^t + psi),
+    psi = 3 by default.
+
+    ## Episode End
+
+    Truncated after ``horizon`` slots (T = 200 by default; the state carries no clock, so learners
+    bootstrap through it). Never terminated. At the end, jobs still unfinished keep running under their
+    controller with no new work (the drain phase, at most ``drain_max_slots``) so that every job has a
+    completion time b_k; a job still unfinished after that is censored at the drain's end.
+
+    ## Information
+
+    Every step: ``t`` (the slot just played), ``latency_mean_s`` (mean tau over the slot's tasks),
+    ``slo_met`` (tasks meeting their SLO), ``slo_rate``, ``jobs_arrived`` (jobs created at the start
+    of the slot), ``jobs_completed`` (jobs finished during it), ``jobs_active`` (unfinished jobs),
+    ``retraining_share_mean`` (mean p^r over edges), ``paused_edges`` (edges that paused retraining).
+    The reset info has ``t``, ``jobs_arrived`` and ``retraining_share_mean``. The last step adds the
+    episode metrics of Table II and Figs. 4-10: ``inference_latency_s`` (mean tau over all tasks),
+    ``retraining_completion_s`` (mean b_k - a_k over all jobs, NaN without jobs), ``weighted_sum``
+    (inference_latency_s + retraining_completion_s, alpha = beta = 1, the "Sum" column of Table II),
+    ``success_rate`` ((tasks meeting the SLO + jobs meeting the deadline) / (tasks + jobs)),
+    ``slo_hit_rate``, ``deadline_hit_rate``, ``jobs_total``, ``jobs_finished_in_horizon``,
+    ``jobs_censored``, ``drain_slots``, ``paused_fraction`` (paused edge-slots over edge-slots that ran
+    retraining).
+
+    ## Arguments
+
+    ``gym.make("OINC-v0", scenario="paper", scenario_overrides=None, retraining="aret", psi=3.0,
+    observation="paper", instance_seed=0, resample_instance=False, drain_max_slots=None)``
+
+    * ``scenario``: named preset of :mod:`envs.oinc.generator` (``"paper"``, ``"tiny"``).
+    * ``scenario_overrides``: Scenario fields, e.g. ``{"num_devices": 20, "channel": "physical"}``.
+    * ``retraining``: ``"aret"`` (OINC), ``"kalmia"``, ``"ekya"``, ``"dedas"``, ``"zhang"``.
+    * ``psi``: SLO-miss penalty of eq. (4).
+    * ``observation``: ``"paper"`` or ``"extended"``.
+    * ``drain_max_slots``: cap of the drain phase (default 100 · horizon).
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        scenario: str = "paper",
+        scenario_overrides: dict[str, Any] | None = None,
+        retraining: str = "aret",
+        psi: float = 3.0,
+        observation: str = "paper",
+        instance_seed: int = 0,
+        resample_instance: bool = False,
+        drain_max_slots: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.scenario: Scenario = make_scenario(scenario, **dict(scenario_overrides or {}))
+        self.retraining_name = retraining
+        self.controller: RetrainingController = make_controller(retraining)
+        check_in_range("psi", psi, 0.0, 1e6)
+        self.psi = float(psi)
+        self.observation_mode = check_choice("observation", observation, OBSERVATIONS)
+        check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
+        self.resample_instance = bool(resample_instance)
+        if drain_max_slots is None:
+            drain_max_slots = 100 * self.scenario.horizon
+        check_in_range("drain_max_slots", drain_max_slots, 0, 10**8, integer=True)
+        self.drain_max_slots = int(drain_max_slots)
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        self.render_mode = render_mode
+
+        self._instance_rng = np.random.default_rng(int(instance_seed))
+        self.instance: Instance = self.scenario.draw_instance(self._instance_rng)
+        n_i, n_j = self.scenario.num_devices, self.scenario.num_edges
+        self.action_space = spaces.MultiDiscrete(np.tile([n_j, dyn.NUM_LEVELS, dyn.NUM_LEVELS], n_i))
+        n_obs = 2 * n_i + n_j
+        if self.observation_mode == "extended":
+            n_obs += n_i + n_i * n_j + n_j
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(n_obs,), dtype=np.float32)
+        self._set_instance(self.instance)
+        self._draws: EpisodeDraws | None = None
+
+    # ------------------------------------------------------------------ instance
+    def _set_instance(self, instance: Instance) -> None:
+        if instance.num_devices != self.scenario.num_devices or instance.num_edges != self.scenario.num_edges:
+            raise ValueError(
+                f"instance has I={instance.num_devices}, J={instance.num_edges}: expected "
+                f"I={self.scenario.num_devices}, J={self.scenario.num_edges} (the env's spaces)"
+            )
+        self.instance = instance
+        sc = self.scenario
+        bits = sc.bits_per_data_unit
+        self._d_lo, self._d_span = sc.data_mb[0] * bits, max((sc.data_mb[1] - sc.data_mb[0]) * bits, 1e-12)
+        self._c_lo, self._c_span = sc.megacycles[0] * 1e6, max((sc.megacycles[1] - sc.megacycles[0]) * 1e6, 1e-12)
+        self._device_index = np.arange(instance.num_devices)
+        if self.observation_mode == "extended":
+            self._static_obs = np.concatenate(
+                [instance.slo_s / instance.slo_s.max(), (instance.full_rate_bps / instance.full_rate_bps.max()).ravel()]
+            )
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        if "instance" in options:
+            self._set_instance(options["instance"])
+        elif options.get("resample", self.resample_instance):
+            self._set_instance(self.scenario.draw_instance(self._instance_rng))
+        inst = self.instance
+        self._draws = self.scenario.draw_episode(inst, self.np_random)
+        self.jobs = Jobs.empty(4 * inst.num_devices)
+        self.controller.reset(inst, self.jobs)
+        self._device_busy = np.zeros(inst.num_devices, dtype=bool)
+        self.t = 0
+        self._latency_sum = 0.0
+        self._slo_met = 0
+        self._tasks = 0
+        self._paused_slots = 0
+        self._running_slots = 0
+        self._finished_in_horizon = 0
+        arrived = self._begin_slot()
+        info = {"t": 0, "jobs_arrived": arrived, "retraining_share_mean": float(self._share.mean())}
+        return self._observation(), info
+
+    def step(self, action):
+        if self._draws is None:
+            raise RuntimeError("call reset() before step()")
+        if self.t >= self.scenario.horizon:
+            raise RuntimeError("episode is over (truncated); call reset()")
+        action = np.asarray(action)
+        if not self.action_space.contains(action.astype(self.action_space.dtype, copy=False)) or action.shape != (
+            self.action_space.shape
+        ):
+            raise ValueError(
+                f"action={action!r} is invalid: expected an integer array of shape {self.action_space.shape} "
+                f"with entries below {self.action_space.nvec.tolist()[:3]} per device"
+            )
+        latency, paused, running = self.slot_latency(action)
+        finished = self.controller.process(self.t, paused)
+        self._device_busy[self.jobs.device[finished]] = False
+        reward = dyn.slot_reward(latency, self.instance.slo_s, self.psi)
+
+        met = int(np.count_nonzero(latency <= self.instance.slo_s))
+        self._latency_sum += float(latency.sum())
+        self._slo_met += met
+        self._tasks += latency.size
+        self._paused_slots += int(np.count_nonzero(paused))
+        self._running_slots += int(np.count_nonzero(running))
+        self._finished_in_horizon += int(finished.size)
+        info: dict[str, Any] = {
+            "t": self.t,
+            "latency_mean_s": float(latency.mean()),
+            "slo_met": met,
+            "slo_rate": met / latency.size,
+            "jobs_completed": int(finished.size),
+            "retraining_share_mean": float(self._share.mean()),
+            "paused_edges": int(np.count_nonzero(paused)),
+        }
+        self.t += 1
+        truncated = self.t >= self.scenario.horizon
+        if truncated:
+            info["jobs_arrived"] = 0
+            info.update(self._final_metrics())
+        else:
+            info["jobs_arrived"] = self._begin_slot()
+        info["jobs_active"] = int(self.jobs.active().size)
+        return self._observation(), reward, False, truncated, info
+
+    # ------------------------------------------------------------------ model
+    def slot_latency(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Latency of the current slot's tasks under ``action`` (dispatching waiting jobs and applying the
+        pause rule); returns (latency (I,), paused (J,) bool, running (J,) bool)."""
+        inst = self.instance
+        plan = np.asarray(action, dtype=np.int64).reshape(inst.num_devices, 3)
+        edge, z_level, v_level = plan[:, 0], plan[:, 1], plan[:, 2]
+        z_frac, v = dyn.shares_from_levels(edge, z_level, v_level, inst.num_edges)
+        inference_share = 1.0 - self._share
+        rate = inst.full_rate_bps[self._device_index, edge]
+        cpu = inst.cpu_hz[edge]
+        d, c = self._draws.data_bits[self.t], self._draws.cycles[self.t]
+        upload = dyn.transmission_time(d, rate, v)
+        latency = upload + dyn.computation_time(c, cpu, z_frac * inference_share[edge])
+        self.controller.dispatch(self.t)
+        running = self.controller.running_edges()
+        paused = np.zeros(inst.num_edges, dtype=bool)
+        if self.controller.pauses_for_inference and running.any():
+            latency_full = upload + dyn.computation_time(c, cpu, z_frac)
+            paused = dyn.pause_edges(
+                edge, latency, latency_full, upload, c, inst.slo_s, inst.cpu_hz, inference_share, running
+            )
+            if paused.any():
+                latency = np.where(paused[edge], latency_full, latency)
+        return latency, paused, running
+
+    def _begin_slot(self) -> int:
+        """New jobs of slot t (drift events on devices without a job), then the controller's reservation."""
+        t, draws, sc = self.t, self._draws, self.scenario
+        arrivals = np.flatnonzero((draws.drift_u[t] < sc.drift_prob) & ~self._device_busy)
+        new = self.jobs.add(
+            arrivals, float(t), t + draws.job_slack_s[t, arrivals], draws.job_cycles[t, arrivals]
+        )
+        self._device_busy[arrivals] = True
+        self._share = self.controller.begin_slot(t, new, draws.data_bits[t], draws.cycles[t]).copy()
+        return int(arrivals.size)
+
+    def _drain(self) -> tuple[int, int]:
+        """Run retraining with no new work until every job finishes (or the cap); (slots, censored)."""
+        no_pause = np.zeros(self.instance.num_edges, dtype=bool)
+        t = self.scenario.horizon
+        slots = 0
+        while self.jobs.active().size and slots < self.drain_max_slots:
+            self.controller.begin_slot(t, np.zeros(0, dtype=np.int64), None, None)
+            self.controller.dispatch(t)
+            self.controller.process(t, no_pause)
+            t += 1
+            slots += 1
+        active = self.jobs.active()
+        self.jobs.finish_s[active] = t * dyn.SLOT_S
+        return slots, int(active.size)
+
+    def _final_metrics(self) -> dict[str, Any]:
+        drain_slots, censored = self._drain()
+        n = self.jobs.count
+        completion = self.jobs.finish_s[:n] - self.jobs.arrival_s[:n]
+        on_time = int(np.count_nonzero(self.jobs.finish_s[:n] <= self.jobs.deadline_s[:n]))
+        inference = self._latency_sum / max(self._tasks, 1)
+        retraining = float(completion.mean()) if n else float("nan")
+        return {
+            "inference_latency_s": inference,
+            "retraining_completion_s": retraining,
+            "weighted_sum": inference + (retraining if n else 0.0),
+            "success_rate": (self._slo_met + on_time) / max(self._tasks + n, 1),
+            "slo_hit_rate": self._slo_met / max(self._tasks, 1),
+            "deadline_hit_rate": on_time / n if n else float("nan"),
+            "jobs_total": n,
+            "jobs_finished_in_horizon": self._finished_in_horizon,
+            "jobs_censored": censored,
+            "drain_slots": drain_slots,
+            "paused_fraction": self._paused_slots / max(self._running_slots, 1),
+        }
+
+    def _observation(self) -> np.ndarray:
+        t = min(self.t, self.scenario.horizon - 1)
+        d = (self._draws.data_bits[t] - self._d_lo) / self._d_span
+        c = (self._draws.cycles[t] - self._c_lo) / self._c_span
+        parts = [d, c, 1.0 - self._share]
+        if self.observation_mode == "extended":
+            queued = self.jobs.edge[self.jobs.active()]
+            count = np.bincount(queued[queued >= 0], minlength=self.instance.num_edges) / self.instance.num_devices
+            parts += [self._static_obs, count]
+        return np.clip(np.concatenate(parts), 0.0, 1.0).astype(np.float32)
+
+    def action_from_shares(self, edge: np.ndarray, compute_share: np.ndarray, bandwidth_share: np.ndarray) -> np.ndarray:
+        """Flat action from per-device edges and continuous within-edge shares (mapped to the levels)."""
+        n_j = self.instance.num_edges
+        plan = np.stack(
+            [
+                edge,
+                dyn.levels_for_shares(compute_share, edge, n_j),
+                dyn.levels_for_shares(bandwidth_share, edge, n_j),
+            ],
+            axis=1,
+        )
+        return plan.ravel().astype(np.int64)
+
+    @property
+    def current_tasks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(data_bits, cycles) of the current slot's tasks (for non-learning policies)."""
+        return self._draws.data_bits[self.t], self._draws.cycles[self.t]
+
+    @property
+    def inference_share(self) -> np.ndarray:
+        """f_j^t = 1 - p_j^r of the current slot."""
+        return 1.0 - self._share
