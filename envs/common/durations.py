@@ -73,8 +73,10 @@ def duration_pmf(family: str, mean: float) -> np.ndarray:
     def mean_error(location: float) -> float:
         return float(lognormal_pmf(location) @ support) - mean
 
-    location = brentq(mean_error, math.log(mean) - 6.0, math.log(mean) + 3.0, xtol=1e-12)
-    return lognormal_pmf(location)
+    low, high = math.log(mean) - 3.0, math.log(mean) + 3.0
+    if mean_error(low) >= 0.0:  # μ ≈ 1: the smallest mean the support allows is already above μ
+        return lognormal_pmf(low)
+    return lognormal_pmf(brentq(mean_error, low, high, xtol=1e-12))
 
 
 def duration_table(family: str, means: np.ndarray) -> np.ndarray:

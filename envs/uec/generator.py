@@ -303,6 +303,14 @@ def generate_instance(scenario: str | Scenario, rng: np.random.Generator) -> Ins
     data_mb = _uniform(rng, sc.upload_mb_range, num_devices) + _uniform(rng, sc.download_mb_range, num_devices)
     tx_delay_s = data_mb[:, None] * BITS_PER_MB / rate  # d_jk = (φ_j + φ'_j) / r_jk
     means = np.linspace(sc.duration_mean_range[0], sc.duration_mean_range[1], sc.num_profiles)
+    pmf = duration_table(sc.duration_family, means)
+    realised = pmf @ np.arange(1, pmf.shape[1] + 1)
+    if np.any(np.diff(realised) <= 1e-9):
+        raise ValueError(
+            f"duration_mean_range={sc.duration_mean_range} is too narrow for num_profiles={sc.num_profiles} with "
+            f"duration_family={sc.duration_family!r}: the discretised means {np.round(realised, 3).tolist()} are not "
+            "strictly increasing; allowed values space the profile means at least ~1 slot apart"
+        )
     shares = rng.dirichlet(np.ones(num_devices))
     return Instance(
         capacity=capacity,
@@ -315,7 +323,7 @@ def generate_instance(scenario: str | Scenario, rng: np.random.Generator) -> Ins
         perf_rate=_uniform(rng, sc.perf_rate_range, num_devices),
         sla=np.rint(_uniform(rng, sc.sla_range, num_devices)).astype(np.int64),
         tx_delay_s=tx_delay_s,
-        duration_pmf=duration_table(sc.duration_family, means),
+        duration_pmf=pmf,
         arrival_prob=arrival_probabilities(sc, shares),
         reserved=draw_reserved_tasks(sc, capacity, rng),
         slot_seconds=sc.slot_seconds,
