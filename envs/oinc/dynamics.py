@@ -142,25 +142,26 @@ def compute_window_s(slo_s: np.ndarray, upload_s: np.ndarray, min_window_s: floa
 
 
 def reservation_share(
-    free_hz: float, res_min_hz: float, alpha: float, beta: float, num: int, cpu_selected_hz: np.ndarray
+    free_hz: float,
+    res_min_hz: float,
+    alpha: float | np.ndarray,
+    beta: float,
+    num: int,
+    cpu_selected_hz: np.ndarray,
 ) -> np.ndarray:
     """Eq. (2) in consistent units (B2): p_j' = beta (sum_j f_j (1 - p_j) - res_min) / ((alpha + beta) num f_j')."""
     spare = max(free_hz - res_min_hz, 0.0)
     return beta * spare / ((alpha + beta) * num * cpu_selected_hz)
 
 
-def pooled_inference_latency_s(
-    data_bits: np.ndarray,
-    cycles: np.ndarray,
-    full_rate_bps: np.ndarray,
-    inference_hz: float,
-    num_edges: int,
-) -> float:
-    """Alg. 2's latency estimate: equal bandwidth split and the pooled inference compute shared equally."""
-    num_devices = data_bits.shape[0]
-    upload = equal_share_upload_s(data_bits, full_rate_bps, num_edges)
-    compute = cycles * num_devices / max(inference_hz, 1e-9)
-    return float(np.mean(upload + compute))
+def equal_split_latency_s(upload_s: np.ndarray, cycles: np.ndarray, inference_hz: np.ndarray) -> np.ndarray:
+    """Alg. 2's latency estimate (B3): tasks spread evenly over the edges (I/J per edge) and every edge's
+    inference compute f_j (1 - p_j) split equally among them; ``inference_hz`` is (..., J), the result
+    is the mean latency (...). Uploads are those of an equal bandwidth split."""
+    num_devices = cycles.shape[0]
+    per_edge = num_devices / inference_hz.shape[-1]
+    compute = per_edge * cycles.mean() * np.mean(1.0 / np.maximum(inference_hz, 1e-9), axis=-1)
+    return upload_s.mean() + compute
 
 
 # ----------------------------------------------------------------------------- retraining (Alg. 5)
@@ -172,8 +173,8 @@ def job_weight(deadline_s: np.ndarray, now_s: float, beta: float = 1.0) -> np.nd
 def remaining_time_s(remaining_cycles: np.ndarray, share: np.ndarray | float, cpu_hz: np.ndarray | float) -> np.ndarray:
     """h_kj(t) = remaining workload / (p_j^r f_j) (eq. 8 in consistent units, B7); inf where p_j^r = 0."""
     rate = np.asarray(share, dtype=float) * np.asarray(cpu_hz, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.where(rate > 0, np.asarray(remaining_cycles, dtype=float) / np.where(rate > 0, rate, 1.0), np.inf)
+    positive = rate > 0
+    return np.where(positive, np.asarray(remaining_cycles, dtype=float) / np.where(positive, rate, 1.0), np.inf)
 
 
 def dispatch_cost(

@@ -31,8 +31,6 @@ beta / (alpha + beta) = 1/2 to retraining.
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
 from envs.common.validation import check_choice
@@ -133,7 +131,9 @@ class OINCRetraining(RetrainingController):
     num = min(#waiting jobs, #edges without jobs) of the strongest such edges and give them
     p^r = beta (sum_j f_j (1 - p_j) - res_min) / ((alpha + beta) num f_j'), clipped to [0, 0.9], where
     res_min = max(current need, 0.9-quantile of the last ``history`` needs) and the ratio alpha/beta is
-    the one of ``RATIO_SET`` minimising the estimated tau / tau_norm + h / b_norm (unit weights).
+    the one of ``RATIO_SET`` minimising the estimated tau / tau_norm + h / b_norm (unit weights), where
+    tau assumes I/J tasks per edge sharing f_j (1 - p_j) and the band equally, and h is the mean waiting
+    job's w / (p_j' f_j') (B3, B4).
     Dispatch: each waiting job goes to the edge of least C_kj (eq. 9), among edges with p^r > 0.
     Sequencing: each edge runs its job of largest density l_k(t) / h_kj(t).
     """
@@ -151,27 +151,39 @@ class OINCRetraining(RetrainingController):
 
     def reset(self, instance: Instance, jobs: Jobs) -> None:
         super().reset(instance, jobs)
-        self.need_history: deque[float] = deque(maxlen=self.history_len)
+        self.need_history = np.zeros(self.history_len + 1)  # the last W needs and the current one
+        self.need_count = 0
+        self.need_now = 0.0
         self.last_ratio = float("nan")
 
-    def res_min_hz(self, data_bits: np.ndarray | None, cycles: np.ndarray | None) -> float:
-        """res_min (B1): the compute that meets all current SLOs, at least a high quantile of recent needs."""
+    def res_min_hz(self) -> float:
+        """res_min (B1): the compute meeting all current SLOs, at least the quantile of the recent needs."""
+        filled = min(self.need_count - 1, self.history_len)
+        if filled <= 0:
+            return self.need_now
+        size = self.need_history.size
+        past = self.need_history[(self.need_count - 1 - np.arange(1, filled + 1)) % size]
+        return max(self.need_now, float(np.quantile(past, self.quantile)))
+
+    def _record_need(self, data_bits: np.ndarray | None, cycles: np.ndarray | None) -> None:
         if data_bits is None or cycles is None:
-            return 0.0
-        upload = dyn.equal_share_upload_s(data_bits, self.instance.full_rate_bps, self.num_edges)
-        need = dyn.inference_need_hz(cycles, self.instance.slo_s, upload)
-        past = float(np.quantile(list(self.need_history), self.quantile)) if self.need_history else 0.0
-        self.need_history.append(need)
-        return max(need, past)
+            self.need_now = 0.0
+            return
+        self._upload = dyn.equal_share_upload_s(data_bits, self.instance.full_rate_bps, self.num_edges)
+        self.need_now = dyn.inference_need_hz(cycles, self.instance.slo_s, self._upload)
+        self.need_history[self.need_count % self.need_history.size] = self.need_now
+        self.need_count += 1
 
     def begin_slot(self, t: int, new_jobs: np.ndarray, data_bits: np.ndarray | None, cycles: np.ndarray | None) -> np.ndarray:
-        res_min = self.res_min_hz(data_bits, cycles)
+        self._record_need(data_bits, cycles)
         waiting = self._waiting()
+        if waiting.size == 0:
+            return self.share
         free_edges = np.flatnonzero(~self.edges_with_jobs() & (self.share == 0))
-        if waiting.size and free_edges.size:
+        if free_edges.size:
             num = min(waiting.size, free_edges.size)
             chosen = free_edges[np.argsort(-self.cpu_hz[free_edges], kind="stable")[:num]]
-            self.share[chosen] = self._reserve(chosen, res_min, waiting, data_bits, cycles)
+            self.share[chosen] = self._reserve(chosen, self.res_min_hz(), waiting, data_bits, cycles)
         return self.share
 
     def _reserve(
@@ -182,31 +194,29 @@ class OINCRetraining(RetrainingController):
         data_bits: np.ndarray | None,
         cycles: np.ndarray | None,
     ) -> np.ndarray:
+        """Eq. (2) for every ratio of ``RATIO_SET`` at once; keep the ratio of least estimated cost."""
         free_hz = float(np.sum(self.cpu_hz * (1.0 - self.share)))
+        cpu = self.cpu_hz[chosen]
+        ratios = np.asarray(RATIO_SET)[:, None]
+        cand = np.clip(
+            dyn.reservation_share(free_hz, res_min, ratios, 1.0, chosen.size, cpu[None, :]), 0.0, MAX_RETRAIN_SHARE
+        )
+        usable = cand.max(axis=1) > 0
+        if not usable.any():
+            self.last_ratio = float("nan")
+            return np.zeros(chosen.size)
+        if data_bits is not None and cycles is not None:
+            shares = np.repeat(self.share[None, :], len(RATIO_SET), axis=0)
+            shares[:, chosen] = cand
+            tau = dyn.equal_split_latency_s(self._upload, cycles, self.cpu_hz * (1.0 - shares))
+        else:
+            tau = np.zeros(len(RATIO_SET))
         mean_work = float(self.jobs.remaining[waiting].mean())
-        best, best_cost, best_ratio = np.zeros(chosen.size), np.inf, float("nan")
-        for ratio in RATIO_SET:
-            cand = np.clip(
-                dyn.reservation_share(free_hz, res_min, ratio, 1.0, chosen.size, self.cpu_hz[chosen]),
-                0.0,
-                MAX_RETRAIN_SHARE,
-            )
-            if not np.any(cand > 0):
-                continue
-            inference_hz = free_hz - float(np.sum(cand * self.cpu_hz[chosen]))
-            tau = (
-                dyn.pooled_inference_latency_s(
-                    data_bits, cycles, self.instance.full_rate_bps, inference_hz, self.num_edges
-                )
-                if data_bits is not None and cycles is not None
-                else 0.0
-            )
-            h = float(np.mean(dyn.remaining_time_s(mean_work, cand, self.cpu_hz[chosen])))
-            cost = tau / self.tau_norm_s + h / self.b_norm_s
-            if cost < best_cost:
-                best, best_cost, best_ratio = cand, cost, ratio
-        self.last_ratio = best_ratio
-        return best
+        h = dyn.remaining_time_s(mean_work, cand, cpu[None, :]).mean(axis=1)
+        cost = np.where(usable, tau / self.tau_norm_s + h / self.b_norm_s, np.inf)
+        best = int(np.argmin(cost))
+        self.last_ratio = float(RATIO_SET[best])
+        return cand[best]
 
     def dispatch_costs(self, k: int, t: int) -> np.ndarray:
         """C_kj(t) of eq. (9) for every edge j (inf where p_j^r = 0)."""
