@@ -248,15 +248,15 @@ def arrival_probabilities(scenario: Scenario, device_shares: np.ndarray) -> np.n
 
 
 def draw_reserved_tasks(scenario: Scenario, capacity: np.ndarray, rng: np.random.Generator) -> ReservedTasks:
-    """Non-overlapping windows covering ``reserved_density`` of each server's slots; each server's
+    """Tasks spread evenly over the servers (in random order); on each server, non-overlapping windows
+    covering ``reserved_density`` of its slots with random lengths and gaps; each server's
     reserved demand is ``reserved_demand`` of its total capacity, split in proportion to window capacity,
     so every window is over-provisioned by the same factor density/demand ≥ 1 + over_provisioning."""
     num_servers, horizon = capacity.shape
     n = scenario.num_reserved
     if n == 0:
         return ReservedTasks.empty()
-    first = rng.permutation(num_servers)[: min(n, num_servers)]
-    servers = np.concatenate([first, rng.integers(0, num_servers, size=n - first.size)])
+    servers = rng.permutation(np.arange(n) % num_servers)  # spread evenly: counts differ by at most one
     covered = round(scenario.reserved_density * horizon)
     starts, ends, demands, owners = [], [], [], []
     for k in range(num_servers):

@@ -17,6 +17,7 @@ from envs.common.durations import DURATION_FAMILIES
 from envs.uec import dynamics
 from envs.uec.env import UECEnv
 from envs.uec.generator import Scenario
+from tests_helpers_uec import edf_slot_by_slot
 
 
 @st.composite
@@ -69,7 +70,7 @@ def edf_meets_all(inst, server: int, blocked: list[tuple[int, int]]) -> bool:
     available = inst.capacity[server].copy()
     for start, duration in blocked:
         available[start : start + duration] = 0.0
-    served = dynamics.edf_service(available, res.start[on], res.end[on], res.demand[on])
+    served = edf_slot_by_slot(available, res.start[on], res.end[on], res.demand[on])
     return bool(np.all(served >= res.demand[on] - 1e-7))
 
 
@@ -144,7 +145,7 @@ def test_uec__observed_reserved_backlog_matches_slot_by_slot_edf(scenario, seed)
             for start, duration in blocks[k]:
                 available[start : start + duration] = 0.0
             available[t:] = 0.0
-            served = dynamics.edf_service(available, res.start[on], res.end[on], res.demand[on]) if on.any() else [0.0]
+            served = edf_slot_by_slot(available, res.start[on], res.end[on], res.demand[on]) if on.any() else [0.0]
             remaining = res.demand[on].sum() - np.sum(served)
             observed = env.layout.split(obs)["servers"][k, 3] * env._reserved_scale
             assert observed == np_approx(min(remaining, env._reserved_scale))
@@ -159,3 +160,19 @@ def np_approx(value: float):
     import pytest
 
     return pytest.approx(value, rel=1e-5, abs=1e-4)
+
+
+@given(
+    windows=st.lists(
+        st.tuples(st.integers(0, 15), st.integers(0, 8), st.floats(0.0, 12.0)), min_size=1, max_size=6
+    ),
+    capacity=st.lists(st.floats(0.0, 4.0), min_size=24, max_size=24),
+)
+def test_uec__edf_service_allocates_exactly_as_slot_by_slot_edf(windows, capacity):
+    start = np.array([w[0] for w in windows])
+    end = start + np.array([w[1] for w in windows])
+    demand = np.array([w[2] for w in windows])
+    available = np.array(capacity)
+    np.testing.assert_allclose(
+        dynamics.edf_service(available, start, end, demand), edf_slot_by_slot(available, start, end, demand), atol=1e-9
+    )
