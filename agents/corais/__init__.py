@@ -1,0 +1,1 @@
+"""The CoRaiS attention dispatcher: model.py (network), policy.py (greedy / sampling decoding), trainer.py (REINFORCE)."""

@@ -1,0 +1,94 @@
+"""CoRaiS decoding as Policies (offline.protocol): greedy (argmax per request) and sampling(K) (best of K).
+
+``load_corais_policy(run_dir, env, samples=None)`` loads a trained model from a run folder (its
+``model.pt``, or ``checkpoint=`` another file in it) or, with ``run_dir=None``, the checkpoint shipped in
+``agents/corais/pretrained/``. Sampling(K) scores its K decisions with the one cost model and therefore
+reads ``env.unwrapped.instance``; greedy uses the observation only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from agents.corais.model import EDGE_FEATURES, REQUEST_FEATURES, CoRaiSNet, ModelConfig
+from envs.corais.dynamics import dispatch_cost
+
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+MODEL_FILE = "model.pt"
+
+
+def save_model(path: Path, model: CoRaiSNet, **extra: Any) -> Path:
+    """Save the model config and weights (plus any metadata) in one file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), **extra}, path)
+    return path
+
+
+def load_model(path: Path, device: str = "cpu") -> tuple[CoRaiSNet, dict[str, Any]]:
+    """Load a model saved by ``save_model``; returns it in eval mode with the saved metadata."""
+    blob = torch.load(Path(path), map_location=device, weights_only=False)
+    model = CoRaiSNet(ModelConfig(**blob["model_config"])).to(device)
+    model.load_state_dict(blob["state_dict"])
+    model.eval()
+    return model, {k: v for k, v in blob.items() if k != "state_dict"}
+
+
+class CoRaiSPolicy:
+    """The trained dispatcher: greedy (``samples=None``) or best of ``samples`` sampled decisions."""
+
+    def __init__(self, model: CoRaiSNet, samples: int | None = None, device: str = "cpu") -> None:
+        if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
+            raise ValueError(f"samples={samples!r} is invalid: expected None (greedy) or an integer >= 1")
+        self.model = model.eval()
+        self.samples = samples
+        self.device = device
+        self.name = "corais_greedy" if samples is None else f"corais_{samples}"
+        self._env: gym.Env | None = None
+        self._gen = torch.Generator(device="cpu")
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._env = env
+        self._gen.manual_seed(int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+
+    @torch.inference_mode()
+    def log_probs(self, obs: dict[str, np.ndarray]) -> torch.Tensor:
+        """(Z, Q) log-probabilities of the dispatch for one observation (flat or not)."""
+        edges = torch.as_tensor(np.asarray(obs["edges"]).reshape(1, -1, EDGE_FEATURES), device=self.device)
+        reqs = torch.as_tensor(np.asarray(obs["requests"]).reshape(1, -1, REQUEST_FEATURES), device=self.device)
+        return self.model(edges, reqs)[0]
+
+    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        logp = self.log_probs(obs)
+        if self.samples is None:
+            return logp.argmax(dim=-1).cpu().numpy().astype(np.int64)
+        if self._env is None:
+            raise RuntimeError("CoRaiSPolicy.reset(env) must be called before sampling decisions")
+        probs = logp.exp().cpu()
+        acts = torch.multinomial(probs, self.samples, replacement=True, generator=self._gen).T.numpy()
+        costs = dispatch_cost(self._env.unwrapped.instance, acts)
+        return acts[int(np.argmin(costs))].astype(np.int64)
+
+
+def load_corais_policy(
+    run_dir: str | Path | None,
+    env: gym.Env,
+    samples: int | None = None,
+    checkpoint: str = MODEL_FILE,
+    device: str = "cpu",
+) -> CoRaiSPolicy:
+    """A CoRaiSPolicy from ``run_dir/checkpoint`` (or the shipped pretrained model when run_dir is None)."""
+    folder = PRETRAINED_DIR if run_dir is None else Path(run_dir)
+    path = folder / checkpoint
+    if not path.is_file():
+        raise ValueError(
+            f"run_dir={str(folder)!r} has no {checkpoint!r}: expected a CoRaiS training run folder "
+            f"(agents/corais/trainer.py) or None for the shipped model in {PRETRAINED_DIR}"
+        )
+    model, _ = load_model(path, device=device)
+    return CoRaiSPolicy(model, samples=samples, device=device)

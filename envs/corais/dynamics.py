@@ -1,0 +1,216 @@
+"""The CoRaiS cost model, once: workload features (eqs. 1-5) and the response time R(pi) (eqs. 6-13, 22-23).
+
+For a dispatch pi (request i -> region edge a_i), per region edge j ("local" means src(i) = j):
+
+    C^L_j = T^{L,cmp}_j + sum_{local i -> j} f_j(d_i) / m_j
+    C^I_j = T^{I,cmp}_j + sum_{non-local i -> j} f_j(d_i) / m_j
+    S_j   = max(T^{I,trn}_j, max_{i -> j} mu d_i D(src(i), j))        (0 for local i: D = 0)
+    O_j   = max(T^{L,res}_j, T^{I,res}_j, max_{i -> j} mu o_i D(j, pred(i)))
+    T_j   = max(C^L_j, S_j) + C^I_j + O_j,        R(pi) = max_j T_j.
+
+Everything a cost evaluation needs is precomputed per instance in ``CostTables`` ((Z, Q) arrays). The
+batched evaluators take B stacked instances of one scale and S decisions per instance, actions of shape
+(B, S, Z), and return R of shape (B, S) (and T of shape (B, S, Q)); ``response_times`` runs on numpy
+arrays and ``response_times_torch`` on torch tensors. Both gather the per-request terms, reduce them
+per edge (segment sum / segment max) and then apply the single formula in ``_edge_times``.
+No gymnasium import here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from envs.corais.types import Backlog, CostTables, Instance
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+
+def pairwise_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Euclidean distances between the rows of ``a`` (n, 2) and ``b`` (m, 2): (n, m)."""
+    diff = a[:, None, :] - b[None, :, :]
+    return np.sqrt(np.einsum("nmk,nmk->nm", diff, diff))
+
+
+def _segment_max_np(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, dtype=np.float64)
+    np.maximum.at(out, index, values)
+    return out
+
+
+def workload_features(
+    coords: np.ndarray,
+    replicas: np.ndarray,
+    coef_a: np.ndarray,
+    coef_b: np.ndarray,
+    mu: float,
+    backlog: Backlog,
+) -> np.ndarray:
+    """The five workload features of each region edge, eqs. (1)-(5): (Q, 5), max over an empty set = 0.
+
+    Columns: T^{L,cmp} (compute of the local backlog / m_j), T^{I,trn} (longest pending input transfer
+    of the transferred-in backlog), T^{I,cmp}, T^{L,res}, T^{I,res} (longest result transfers).
+    """
+    q = replicas.shape[0]
+    e = backlog.edge
+    compute = (coef_a[e] * backlog.d + coef_b[e]) / replicas[e]
+    trn = mu * backlog.d * np.linalg.norm(coords[backlog.src] - coords[e], axis=1)
+    res = mu * backlog.o * np.linalg.norm(coords[e] - coords[backlog.pred], axis=1)
+    loc = ~backlog.transferred
+    tin = backlog.transferred
+    w = np.zeros((q, 5), dtype=np.float64)
+    w[:, 0] = np.bincount(e[loc], weights=compute[loc], minlength=q)
+    w[:, 1] = _segment_max_np(e[tin], trn[tin], q)
+    w[:, 2] = np.bincount(e[tin], weights=compute[tin], minlength=q)
+    w[:, 3] = _segment_max_np(e[loc], res[loc], q)
+    w[:, 4] = _segment_max_np(e[tin], res[tin], q)
+    return w
+
+
+def cost_tables(
+    coords: np.ndarray,
+    replicas: np.ndarray,
+    coef_a: np.ndarray,
+    coef_b: np.ndarray,
+    mu: float,
+    workload: np.ndarray,
+    req_src: np.ndarray,
+    req_pred: np.ndarray,
+    req_d: np.ndarray,
+    req_o: np.ndarray,
+) -> CostTables:
+    """Precompute the (Z, Q) per-request, per-edge terms of the cost (once per instance)."""
+    q = replicas.shape[0]
+    region = coords[:q]
+    cmp = (req_d[:, None] * coef_a[None, :] + coef_b[None, :]) / replicas[None, :]
+    trn = mu * req_d[:, None] * pairwise_distances(coords[req_src], region)
+    trn[np.arange(req_src.size), req_src] = 0.0  # exactly zero for local execution
+    res = mu * req_o[:, None] * pairwise_distances(coords[req_pred], region)
+    return CostTables(cmp=cmp, trn=trn, res=res, src=req_src.astype(np.int64), workload=workload)
+
+
+def _edge_times(xp: Any, workload: Any, local_cmp: Any, in_cmp: Any, trn_max: Any, res_max: Any) -> Any:
+    """T_j = max(C^L_j, S_j) + C^I_j + O_j from the per-edge aggregates of the new requests.
+
+    ``workload`` (..., Q, 5) broadcasts against the aggregates (..., Q); ``xp`` is numpy or torch.
+    """
+    c_local = workload[..., 0] + local_cmp
+    s_in = xp.maximum(workload[..., 1], trn_max)
+    c_in = workload[..., 2] + in_cmp
+    o_out = xp.maximum(xp.maximum(workload[..., 3], workload[..., 4]), res_max)
+    return xp.maximum(c_local, s_in) + c_in + o_out
+
+
+def stack_tables(tables: Sequence[CostTables]) -> CostTables:
+    """Stack the tables of several instances of one scale along a new leading batch axis."""
+    return CostTables(
+        cmp=np.stack([t.cmp for t in tables]),
+        trn=np.stack([t.trn for t in tables]),
+        res=np.stack([t.res for t in tables]),
+        src=np.stack([t.src for t in tables]),
+        workload=np.stack([t.workload for t in tables]),
+    )
+
+
+def response_times(tables: CostTables, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Numpy batched cost: tables with shapes (B, Z, Q) (or unbatched (Z, Q)), actions (B, S, Z) ints.
+
+    Unbatched tables take actions (S, Z) or (Z,). Returns (R, T): R has the actions' shape without the
+    last axis, T has it with Q in place of Z.
+    """
+    cmp = np.asarray(tables.cmp)
+    acts = np.asarray(actions, dtype=np.int64)
+    if cmp.ndim == 2:  # one instance: add the batch axis
+        lead = acts.shape[:-1]
+        one = stack_tables([tables])
+        r, t = response_times(one, acts.reshape(1, -1, acts.shape[-1]))
+        q = cmp.shape[1]
+        return r.reshape(lead), t.reshape((*lead, q))
+    b, z, q = cmp.shape
+    if acts.ndim != 3 or acts.shape[0] != b or acts.shape[2] != z:
+        raise ValueError(f"actions must have shape (B={b}, S, Z={z}), got {acts.shape}")
+    s = acts.shape[1]
+    # gather the chosen per-request terms: flat index into (B, Z*Q)
+    flat = (np.arange(z, dtype=np.int64) * q)[None, None, :] + acts
+    rows = np.arange(b)[:, None, None]
+    cmp_sel = cmp.reshape(b, z * q)[rows, flat]
+    trn_sel = np.asarray(tables.trn).reshape(b, z * q)[rows, flat]
+    res_sel = np.asarray(tables.res).reshape(b, z * q)[rows, flat]
+    is_local = acts == np.asarray(tables.src)[:, None, :]
+    # segment reductions per (instance, decision, edge)
+    seg = ((np.arange(b * s, dtype=np.int64) * q).reshape(b, s, 1) + acts).ravel()
+    size = b * s * q
+    local_cmp = np.bincount(seg, weights=np.where(is_local, cmp_sel, 0.0).ravel(), minlength=size)
+    in_cmp = np.bincount(seg, weights=np.where(is_local, 0.0, cmp_sel).ravel(), minlength=size)
+    trn_max = _segment_max_np(seg, trn_sel.ravel(), size)
+    res_max = _segment_max_np(seg, res_sel.ravel(), size)
+    shape = (b, s, q)
+    t = _edge_times(
+        np,
+        np.asarray(tables.workload)[:, None, :, :],
+        local_cmp.reshape(shape),
+        in_cmp.reshape(shape),
+        trn_max.reshape(shape),
+        res_max.reshape(shape),
+    )
+    return t.max(axis=-1), t
+
+
+def response_times_torch(
+    cmp: torch.Tensor,
+    trn: torch.Tensor,
+    res: torch.Tensor,
+    src: torch.Tensor,
+    workload: torch.Tensor,
+    actions: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Torch batched cost (same formula as ``response_times``): tables (B, Z, Q), src (B, Z),
+    workload (B, Q, 5), actions (B, S, Z) int64 -> (R (B, S), T (B, S, Q)). No gradient flows.
+    """
+    import torch
+
+    b, z, q = cmp.shape
+    s = actions.shape[1]
+    idx = actions.unsqueeze(-1)
+
+    def pick(table: torch.Tensor) -> torch.Tensor:
+        return torch.gather(table.unsqueeze(1).expand(b, s, z, q), 3, idx).squeeze(-1)
+
+    with torch.no_grad():
+        cmp_sel, trn_sel, res_sel = pick(cmp), pick(trn), pick(res)
+        is_local = actions == src.unsqueeze(1)
+        zeros = torch.zeros(b, s, q, dtype=cmp.dtype, device=cmp.device)
+        local_cmp = zeros.scatter_add(2, actions, torch.where(is_local, cmp_sel, 0.0))
+        in_cmp = zeros.scatter_add(2, actions, torch.where(is_local, 0.0, cmp_sel))
+        trn_max = zeros.scatter_reduce(2, actions, trn_sel, reduce="amax", include_self=True)
+        res_max = zeros.scatter_reduce(2, actions, res_sel, reduce="amax", include_self=True)
+        t = _edge_times(torch, workload.unsqueeze(1), local_cmp, in_cmp, trn_max, res_max)
+        return t.amax(dim=-1), t
+
+
+def tables_to_torch(tables: CostTables, device: str = "cpu", dtype: Any = None) -> tuple[Any, ...]:
+    """Batched numpy tables -> the tensors ``response_times_torch`` takes: (cmp, trn, res, src, workload)."""
+    import torch
+
+    dtype = dtype or torch.float64
+    to = lambda x: torch.as_tensor(np.asarray(x), dtype=dtype, device=device)  # noqa: E731
+    return (
+        to(tables.cmp),
+        to(tables.trn),
+        to(tables.res),
+        torch.as_tensor(np.asarray(tables.src), dtype=torch.int64, device=device),
+        to(tables.workload),
+    )
+
+
+def dispatch_cost(instance: Instance, actions: np.ndarray) -> np.ndarray:
+    """R(pi) of one instance for actions of shape (..., Z): returns shape (...)."""
+    return response_times(instance.tables, actions)[0]
+
+
+def edge_times(instance: Instance, action: np.ndarray) -> np.ndarray:
+    """Per-edge response times T_j (Q,) of one dispatch (Z,) on one instance."""
+    return response_times(instance.tables, np.asarray(action)[None, :])[1][0]

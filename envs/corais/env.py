@@ -1,0 +1,203 @@
+"""CoRaiS-v0: dispatch a batch of Z requests across the Q cooperating edges of a control region."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.common.validation import check_choice
+from envs.corais.dynamics import response_times
+from envs.corais.generator import (
+    CHARACTERISTICS,
+    Scenario,
+    characteristic_instance,
+    edge_features,
+    generate,
+    make_scenario,
+    parse_scale,
+    request_features,
+)
+from envs.corais.types import Instance
+
+
+def observation_bounds(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bounds of one "edges" row (10,) and one "requests" row (6,) for the scenario's ranges."""
+    c, d_hi = scenario.coord_max, scenario.data_size[1]
+    a_hi, b_hi = scenario.coef_a[1], scenario.coef_b[1]
+    m_lo, m_hi = scenario.replicas
+    backlog_cmp = scenario.backlog_max * (a_hi * d_hi + b_hi) / m_lo
+    transfer = scenario.mu * d_hi * c * np.sqrt(2.0)
+    edge = np.array([c, c, a_hi, b_hi, m_hi, backlog_cmp, transfer, backlog_cmp, transfer, transfer])
+    request = np.array([c, c, d_hi, c, c, d_hi])
+    # float32 rounding of the bounds must not cut off values at the bound
+    return (np.nextafter(edge.astype(np.float32), np.float32(np.inf)),
+            np.nextafter(request.astype(np.float32), np.float32(np.inf)))
+
+
+class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
+    """
+    ## Description
+    A control region of Q heterogeneous edges (inside a service subsystem of N edges) receives Z new
+    requests. Each edge j runs the service with m_j replicas and compute time f_j(d) = a_j d + b_j, and
+    already holds a backlog summarised by five workload features (eqs. 1-5 of CoRaiS, Hu et al. 2024).
+    The scheduler dispatches every request to one region edge at once; the cost is the time until the
+    last edge has finished everything, R(pi) = max_j T_j with
+    T_j = max(C^L_j, S_j) + C^I_j + O_j (local compute overlaps incoming transfers, transferred-in
+    requests run after their data has arrived, results are sent last); see ``envs.corais.dynamics``.
+
+    ## Action Space
+    ``MultiDiscrete([Q] * Z)``: entry i is the region edge (0..Q-1) that executes request i.
+
+    ## Observation Space
+    ``Dict`` of two float32 arrays:
+
+    | key        | shape   | columns                                                                    |
+    |------------|---------|----------------------------------------------------------------------------|
+    | "edges"    | (Q, 10) | x, y, a_j, b_j, m_j, T^{L,cmp}, T^{I,trn}, T^{I,cmp}, T^{L,res}, T^{I,res} |
+    | "requests" | (Z, 6)  | source x, source y, d_i, predicted-edge x, predicted-edge y, o_i           |
+
+    All entries lie in [0, high] with per-column upper bounds derived from the scenario's ranges
+    (``observation_bounds``); with ``flat_observation=True`` both arrays are flattened row-major to
+    (Q*10,) and (Z*6,) (for MLP policies; stable-baselines3's checker advises 1-D Boxes).
+
+    ## Starting State
+    ``reset`` draws a fresh instance from the scenario with a Generator seeded from ``self.np_random``
+    (so the same reset seed gives the same instance), unless ``instance_seed`` pins one instance for the
+    env's lifetime or ``options={"instance": inst}`` supplies one.
+
+    ## Rewards
+    ``-R(pi)`` (a Python float), the negative response time of the whole batch.
+
+    ## Episode End
+    Every episode is one dispatch: ``terminated=True`` after the first step; ``truncated`` is False.
+
+    ## Information
+    - ``reset``: ``"scale"`` (N, Q, Z).
+    - ``step``: ``"edge_times"`` (Q,) float64 per-edge T_j; ``"cost"`` R(pi) (float);
+      ``"requests_per_edge"`` (Q,) int64 number of new requests dispatched to each edge;
+      ``"scale"`` (N, Q, Z).
+
+    ## Arguments
+    - ``scale``: (N, Q, Z) or a preset name from ``envs.corais.generator.PRESETS`` ("10-5-100", "tiny",
+      every paper scale "N-Q-Z"); default (10, 5, 100).
+    - ``scenario_overrides``: dict of ``Scenario`` fields (``replicas``, ``coef_a``, ``coef_b``,
+      ``backlog_max``, ``data_size``, ``mu``, ``coord_max``).
+    - ``instance_seed``: int or None (default): if set, the env always serves the instance drawn from it.
+    - ``flat_observation``: False (default) or True to flatten the two observation arrays.
+    - ``characteristic``: None (default) or one of ``CHARACTERISTICS`` ("load_balancing",
+      "workload_perception", "heterogeneity"): serve the paper's Table-VI test instances (scale (5, 5, Z)).
+
+    ## Version History
+    - v0: initial version (cost model reconstructed in design/corais.md).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(
+        self,
+        scale: Any = (10, 5, 100),
+        scenario_overrides: dict[str, Any] | None = None,
+        instance_seed: int | None = None,
+        flat_observation: bool = False,
+        characteristic: str | None = None,
+    ) -> None:
+        if characteristic is not None:
+            check_choice("characteristic", characteristic, CHARACTERISTICS)
+            z = parse_scale(scale)[2]
+            if parse_scale(scale) != (5, 5, z):
+                raise ValueError(f"scale={scale!r} is invalid with characteristic: expected (5, 5, Z)")
+            # the characteristic edges lie outside the default ranges: widen them for the bounds
+            scenario_overrides = {"coef_a": (0.0, 1.0), "backlog_max": 16, "data_size": (0.0, 4.5),
+                                  **dict(scenario_overrides or {})}
+        self.characteristic = characteristic
+        self.scenario = make_scenario(scale, **dict(scenario_overrides or {}))
+        _, q, z = self.scenario.scale
+        self.flat_observation = bool(flat_observation)
+        edge_high, request_high = observation_bounds(self.scenario)
+        edge_high = np.tile(edge_high, (q, 1))
+        request_high = np.tile(request_high, (z, 1))
+        if self.flat_observation:
+            edge_high, request_high = edge_high.ravel(), request_high.ravel()
+        self.observation_space = spaces.Dict(
+            {
+                "edges": spaces.Box(np.zeros_like(edge_high), edge_high, dtype=np.float32),
+                "requests": spaces.Box(np.zeros_like(request_high), request_high, dtype=np.float32),
+            }
+        )
+        self.action_space = spaces.MultiDiscrete(np.full(z, q, dtype=np.int64))
+        bad_seed = isinstance(instance_seed, bool) or not isinstance(instance_seed, (int, np.integer))
+        if instance_seed is not None and bad_seed:
+            raise ValueError(f"instance_seed={instance_seed!r} is invalid: expected an int or None")
+        self.instance_seed = instance_seed
+        self._fixed: Instance | None = None
+        if instance_seed is not None:
+            seeded = np.random.default_rng(int(instance_seed))
+            self._fixed = (
+                generate(self.scenario, seeded)
+                if characteristic is None
+                else characteristic_instance(characteristic, seeded, z)
+            )
+        self.instance: Instance | None = None
+        self._done = True
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        assert self.instance is not None
+        edges, requests = edge_features(self.instance), request_features(self.instance)
+        if self.flat_observation:
+            edges, requests = edges.ravel(), requests.ravel()
+        high_e, high_r = self.observation_space["edges"].high, self.observation_space["requests"].high
+        # hand-made instances (options["instance"]) may exceed the scenario's ranges: clip into the space
+        return {"edges": np.minimum(edges, high_e), "requests": np.minimum(requests, high_r)}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        if options.get("instance") is not None:
+            inst = options["instance"]
+            if not isinstance(inst, Instance) or inst.scale != self.scenario.scale:
+                raise ValueError(f"options['instance'] must be an Instance of scale {self.scenario.scale}")
+            self.instance = inst
+        elif self._fixed is not None:
+            self.instance = self._fixed
+        else:
+            sub_rng = np.random.default_rng(int(self.np_random.integers(0, 2**63 - 1)))
+            if self.characteristic is not None:
+                self.instance = characteristic_instance(self.characteristic, sub_rng, self.scenario.num_requests)
+            else:
+                self.instance = generate(self.scenario, sub_rng)
+        self._done = False
+        return self._observation(), {"scale": self.scenario.scale}
+
+    def validate_action(self, action: Any) -> np.ndarray:
+        """The action as an int64 (Z,) array; ValueError naming ``action`` and the allowed values."""
+        _, q, z = self.scenario.scale
+        arr = np.asarray(action)
+        if arr.shape != (z,):
+            raise ValueError(f"action has shape {arr.shape}: expected shape ({z},), integers in [0, {q - 1}]")
+        if not (np.issubdtype(arr.dtype, np.integer) or (np.issubdtype(arr.dtype, np.floating)
+                                                           and np.all(arr == np.round(arr)))):
+            raise ValueError(f"action dtype {arr.dtype} is invalid: expected integers in [0, {q - 1}]")
+        arr = arr.astype(np.int64)
+        if arr.min() < 0 or arr.max() >= q:
+            raise ValueError(f"action has entries outside [0, {q - 1}] (the region edges): min {arr.min()}, "
+                             f"max {arr.max()}")
+        return arr
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        if self.instance is None or self._done:
+            raise RuntimeError("call reset() before step(): CoRaiS-v0 episodes are one dispatch long")
+        act = self.validate_action(action)
+        cost, times = response_times(self.instance.tables, act[None, :])
+        self._done = True
+        info = {
+            "edge_times": times[0].copy(),
+            "cost": float(cost[0]),
+            "requests_per_edge": np.bincount(act, minlength=self.scenario.num_region).astype(np.int64),
+            "scale": self.scenario.scale,
+        }
+        return self._observation(), -float(cost[0]), True, False, info
