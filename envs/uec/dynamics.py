@@ -117,21 +117,33 @@ class HallPairs:
 
 
 def interval_slacks(capacity_profile: np.ndarray, start: np.ndarray, end: np.ndarray, demand: np.ndarray) -> HallPairs:
-    """Hall's interval condition for one server: every pair (a = a release, b = a deadline, a ≤ b) with
-    its slack = capacity([a, b]) - demand of the tasks whose window lies inside [a, b] (pairs with
-    demand only; the reserved tasks are feasible on this profile iff every slack is ≥ 0)."""
+    """Hall's interval condition for one server: the pairs (a = a release, b = a deadline) with their
+    slack = capacity([a, b]) - demand of the tasks whose window lies inside [a, b]. The reserved tasks
+    are feasible on this profile iff every slack is ≥ 0.
+
+    Only non-redundant pairs are kept: those whose inside tasks start at a, end at b and have windows
+    that overlap into one block. Any other pair splits into sub-intervals (or shrinks to a tighter one)
+    whose constraints imply it, since a block removes at most the capacity of the parts it overlaps.
+    """
+    positive = demand > 0
+    start, end, demand = start[positive], end[positive], demand[positive]
     if start.size == 0:
         return HallPairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    a, b = np.meshgrid(np.unique(start), np.unique(end), indexing="ij")
-    a, b = a.ravel(), b.ravel()
-    keep = a <= b
-    a, b = a[keep], b[keep]
-    inside = (start[None, :] >= a[:, None]) & (end[None, :] <= b[:, None])
-    demand_inside = inside.astype(float) @ demand
     cum = np.concatenate([[0.0], np.cumsum(capacity_profile)])
-    slack = cum[b + 1] - cum[a] - demand_inside
-    has_demand = demand_inside > 0
-    return HallPairs(a[has_demand], b[has_demand], slack[has_demand])
+    kept_a, kept_b, kept_slack = [], [], []
+    for a in np.unique(start):
+        for b in np.unique(end[end >= a]):
+            inside = (start >= a) & (end <= b)
+            if not inside.any() or start[inside].min() != a or end[inside].max() != b:
+                continue
+            order = np.argsort(start[inside], kind="stable")
+            starts, ends = start[inside][order], end[inside][order]
+            if np.any(np.maximum.accumulate(ends)[:-1] < starts[1:]):
+                continue  # the inside windows fall apart into independent blocks
+            kept_a.append(a)
+            kept_b.append(b)
+            kept_slack.append(cum[b + 1] - cum[a] - demand[inside].sum())
+    return HallPairs(np.array(kept_a, np.int64), np.array(kept_b, np.int64), np.array(kept_slack))
 
 
 def hall_pairs(inst: Instance) -> list[HallPairs]:
@@ -151,16 +163,13 @@ def max_feasible_block(pairs: HallPairs, slack: np.ndarray, cum: np.ndarray, tim
     ``cum`` its capacity prefix sums. For a pair [a, b] with slack s, the block may take at most s
     from [max(a, t), b]: it may reach the last x with C[x] ≤ C[max(a, t)] + s, so B = x - t.
     """
-    times = np.asarray(times, dtype=np.int64)
     if pairs.start.size == 0:
         return np.full(times.shape, UNBOUNDED, dtype=np.int64)
-    first = np.maximum(pairs.start[None, :], times[:, None])  # (n, P)
-    room = cum[first] + (slack[None, :] + BLOCK_TOL)
-    binding = room < cum[np.maximum(pairs.end[None, :] + 1, first)]
-    limit = np.full(first.shape, UNBOUNDED, dtype=np.int64)
-    rows = np.nonzero(binding)[0]
-    limit[binding] = np.searchsorted(cum, room[binding], side="right") - 1 - times[rows]
-    return limit.min(axis=1)
+    first = np.maximum(pairs.start, times[:, None])  # (n, P)
+    room = cum[first] + (slack + BLOCK_TOL)
+    binding = room < cum[np.maximum(pairs.end + 1, first)]
+    reach = np.where(binding, np.searchsorted(cum, room, side="right"), UNBOUNDED).min(axis=1)
+    return np.where(reach == UNBOUNDED, UNBOUNDED, reach - 1 - times)
 
 
 def block_slack_reduction(pairs: HallPairs, cum: np.ndarray, start: int, duration: int) -> np.ndarray:

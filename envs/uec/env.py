@@ -208,6 +208,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._pairs = instance.feasibility_pairs
         self._max_duration = instance.max_duration
         self._duration_scale = float(self._max_duration.max())
+        self._inv_duration_scale = 1.0 / self._duration_scale
         self._duration_cdf = np.cumsum(instance.duration_pmf, axis=1)
         self._duration_cdf[:, -1] = 1.0
         self._arrival_total = instance.arrival_prob.sum(axis=1)
@@ -218,6 +219,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         cap_scale = float(instance.capacity.max())
         self._capacity_obs = (instance.capacity / cap_scale).T.copy()  # (T, K)
         self._reserved_scale = cap_scale * T
+        self._inv_reserved_scale = 1.0 / self._reserved_scale
         self._weight_obs = instance.weight / max(float(instance.weight.max()), 1e-12)
         self._budget_obs = np.clip(instance.budget / float(instance.sla.max()), 0.0, 1.0)
         self._ssp_duration_obs = np.tile(instance.mean_duration / self._duration_scale, K)
@@ -259,8 +261,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             backlog=inst.free_backlog.copy(),
         )
         # observation caches derived from the state, updated only when a task is accepted
-        self._block_obs = np.minimum(self._state.block_limits / self._duration_scale, 1.0)
-        self._reserved_obs = np.minimum((self._state.backlog + self._future_releases) / self._reserved_scale, 1.0)
+        self._block_obs = np.minimum(self._state.block_limits * self._inv_duration_scale, 1.0)
+        self._reserved_obs = np.minimum((self._state.backlog + self._future_releases) * self._inv_reserved_scale, 1.0)
+        # slots whose reserved work (backlog or a release) a retraining block would displace, (T + 1, K)
+        self._reserved_work = inst.reserved_releases.T + self._state.backlog[:-1] > 0  # (T, K)
         obs, info = self._observe()
         return obs, info
 
@@ -358,25 +362,29 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         return rows
 
     def _accept(self, server: int, start: int, duration: int) -> None:
-        """Block ``server`` for [start, start + duration) and update what depends on its blocks."""
+        """Block ``server`` for [start, start + duration) and update what depends on its blocks: the
+        slack of its reserved-task constraints, its block limits at later arrivals and its reserved
+        backlog (skipped when the block touches no constraint / no reserved work)."""
         st, inst = self._state, self.instance
         pairs, cum = self._pairs[server], self._cum[server]
-        st.pair_slack[server] -= dynamics.block_slack_reduction(pairs, cum, start, duration)
         free_from = start + duration
-        later = int(np.searchsorted(self._arrival_slots, free_from))  # only future decisions need it
-        if later < self._arrival_slots.size:
-            st.block_limits[later:, server] = dynamics.max_feasible_block(
-                pairs, st.pair_slack[server], cum, self._arrival_slots[later:]
+        reduction = dynamics.block_slack_reduction(pairs, cum, start, duration)
+        if reduction.any():
+            st.pair_slack[server] -= reduction
+            later = int(np.searchsorted(self._arrival_slots, free_from))  # only future decisions need it
+            if later < self._arrival_slots.size:
+                limits = dynamics.max_feasible_block(pairs, st.pair_slack[server], cum, self._arrival_slots[later:])
+                st.block_limits[later:, server] = limits
+                self._block_obs[later:, server] = np.minimum(limits * self._inv_duration_scale, 1.0)
+        if self._reserved_work[start:free_from, server].any():  # reserved work would run in the block
+            available = inst.capacity[server, start:].copy()
+            available[:duration] = 0.0
+            backlog = dynamics.backlog_trajectory(st.backlog[start, server], inst.reserved_releases[server, start:], available)
+            st.backlog[start:, server] = backlog
+            self._reserved_obs[start:, server] = np.minimum(
+                (backlog + self._future_releases[start:, server]) * self._inv_reserved_scale, 1.0
             )
-            self._block_obs[later:, server] = np.minimum(st.block_limits[later:, server] / self._duration_scale, 1.0)
-        available = inst.capacity[server, start:].copy()
-        available[:duration] = 0.0
-        st.backlog[start:, server] = dynamics.backlog_trajectory(
-            st.backlog[start, server], inst.reserved_releases[server, start:], available
-        )
-        self._reserved_obs[start:, server] = np.minimum(
-            (st.backlog[start:, server] + self._future_releases[start:, server]) / self._reserved_scale, 1.0
-        )
+            self._reserved_work[start:, server] = backlog[:-1] + inst.reserved_releases[server, start:] > 0
         st.busy_until[server] = free_from
         st.task_start[server] = start
         st.accepted += 1
@@ -400,7 +408,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         obs[self._mask_start + 1 :] = ((st.block_limits[decision] * idle)[:, None] >= self._max_duration).ravel()
         servers = obs[self._servers_start : self._servers_stop].reshape(-1, 5)  # (K, 5) view, see layout
         servers[:, 1] = busy
-        servers[:, 2] = np.minimum((t - st.task_start) / self._duration_scale, 1.0) * busy
+        servers[:, 2] = np.minimum((t - st.task_start) * self._inv_duration_scale, 1.0) * busy
         servers[:, 3] = self._reserved_obs[t]
         servers[:, 4] = self._block_obs[decision] * idle
         self._mask = mask = obs[self._mask_start :].astype(np.int8)
