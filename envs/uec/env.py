@@ -260,11 +260,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             block_limits=inst.free_block_limits[self._arrival_slots],
             backlog=inst.free_backlog.copy(),
         )
-        # observation caches derived from the state, updated only when a task is accepted
-        self._block_obs = np.minimum(self._state.block_limits * self._inv_duration_scale, 1.0)
-        self._reserved_obs = np.minimum((self._state.backlog + self._future_releases) * self._inv_reserved_scale, 1.0)
-        # slots whose reserved work (backlog or a release) a retraining block would displace, (T + 1, K)
-        self._reserved_work = inst.reserved_releases.T + self._state.backlog[:-1] > 0  # (T, K)
+        # slots whose reserved work (backlog or a release) a retraining block would displace, (T, K)
+        self._reserved_work = inst.reserved_releases.T + self._state.backlog[:-1] > 0
         obs, info = self._observe()
         return obs, info
 
@@ -280,10 +277,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         t, device = st.time, int(self._arrival_devices[st.decision])
         reward, expected, duration, invalid = 0.0, 0.0, 0, False
         if action != 0:
-            if self._mask[action]:
+            if self._obs_table[st.decision, self._mask_start + action]:
                 server, profile = divmod(action - 1, self.instance.num_profiles)
                 u = self._duration_u[st.decision]
-                duration = int(np.searchsorted(self._duration_cdf[profile], u, side="right")) + 1
+                duration = int(self._duration_cdf[profile].searchsorted(u, side="right")) + 1
                 reward = dynamics.realised_profit(self.instance, device, server, t, duration)
                 expected = float(self._profit_by_time[t, device, action - 1])
                 self._accept(server, t, duration)
@@ -306,7 +303,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the currently feasible actions (what sb3-contrib's MaskablePPO calls)."""
-        return self._mask.astype(bool)
+        return self._obs_table[self._state.decision, self._mask_start :] > 0.5
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._state is None:
@@ -335,56 +332,78 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._arrival_slots = slots
         self._arrival_devices = devices
         self._duration_u = self.np_random.random(slots.size)
-        self._static_rows = self._static_observations(slots, devices)
+        self._obs_table = self._episode_observations(slots, devices)
 
-    def _static_observations(self, slots: np.ndarray, devices: np.ndarray) -> np.ndarray:
-        """(N, n) the state-independent part of the observation of each arrival (one vectorised pass)."""
+    def _episode_observations(self, slots: np.ndarray, devices: np.ndarray) -> np.ndarray:
+        """(N + 1, n) the observation at each of the episode's N arrivals as if no retraining task were
+        ever accepted, plus the terminal observation; ``_accept`` then rewrites the rows of later arrivals
+        for the server it blocks. A step only copies one row."""
         inst, lay = self.instance, self.layout
-        K = inst.num_servers
-        rows = np.zeros((slots.size, lay.size), np.float32)
+        K, L, N = inst.num_servers, inst.num_profiles, slots.size
+        rows = np.zeros((N + 1, lay.size), np.float32)
         sl = lay.slices
-        rows[:, 0] = slots / inst.horizon
-        rows[:, 1] = self._arrival_total[slots]
-        rows[np.arange(slots.size), sl["device"].start + devices] = 1.0
+        rows[:N, 0] = slots / inst.horizon
+        rows[N, 0] = 1.0
+        rows[:N, 1] = self._arrival_total[slots]
+        rows[np.arange(N), sl["device"].start + devices] = 1.0
         task = sl["task"].start
-        rows[:, task] = self._weight_obs[devices]
-        rows[:, task + 1] = inst.accuracy_gap[devices, slots]
-        rows[:, task + 2 : task + 2 + K] = self._budget_obs[devices]
-        rows[:, sl["servers"].start : sl["servers"].stop : 5] = self._capacity_obs[slots]
-        rows[:, sl["ssp_profit"]] = self._profit_by_time[slots, devices] / self._profit_scale
-        rows[:, sl["ssp_duration"]] = self._ssp_duration_obs
-        rows[:, sl["action_mask"].start] = 1.0  # reject is always feasible
+        rows[:N, task] = self._weight_obs[devices]
+        rows[:N, task + 1] = inst.accuracy_gap[devices, slots]
+        rows[:N, task + 2 : task + 2 + K] = self._budget_obs[devices]
+        servers = rows[:N, sl["servers"]].reshape(N, K, 5)
+        servers[:, :, 0] = self._capacity_obs[slots]
+        servers[:, :, 3] = np.minimum(
+            (inst.free_backlog[slots] + self._future_releases[slots]) * self._inv_reserved_scale, 1.0
+        )
+        limits = inst.free_block_limits[slots]
+        servers[:, :, 4] = np.minimum(limits * self._inv_duration_scale, 1.0)
+        rows[:N, sl["servers"]] = servers.reshape(N, 5 * K)
+        rows[:N, sl["ssp_profit"]] = self._profit_by_time[slots, devices] / self._profit_scale
+        rows[:N, sl["ssp_duration"]] = self._ssp_duration_obs
         if self._lp_by_time is not None:
             activation, baseline = self._lp_by_time
             lp = sl["lp"].start
-            rows[:, lp : lp + activation.shape[2]] = activation[slots, devices]
-            rows[:, lp + activation.shape[2] : sl["lp"].stop] = baseline[slots]
+            rows[:N, lp : lp + K * L] = activation[slots, devices]
+            rows[:N, lp + K * L : sl["lp"].stop] = baseline[slots]
+        rows[:, self._mask_start] = 1.0  # reject is always feasible
+        rows[:N, self._mask_start + 1 :] = (limits[:, :, None] >= self._max_duration).reshape(N, K * L)
         return rows
 
     def _accept(self, server: int, start: int, duration: int) -> None:
         """Block ``server`` for [start, start + duration) and update what depends on its blocks: the
-        slack of its reserved-task constraints, its block limits at later arrivals and its reserved
-        backlog (skipped when the block touches no constraint / no reserved work)."""
+        slack of its reserved-task constraints, its block limits and reserved backlog at later arrivals,
+        and those arrivals' observation rows (each part skipped when the block cannot change it)."""
         st, inst = self._state, self.instance
         pairs, cum = self._pairs[server], self._cum[server]
         free_from = start + duration
+        table, slots = self._obs_table, self._arrival_slots
+        first_later = st.decision + 1
+        first_free = int(slots.searchsorted(free_from))  # the first arrival at which the server is idle again
+        busy_rows = slice(first_later, first_free)
+        srv = self._servers_start + 5 * server
+        mask_cols = slice(self._mask_start + 1 + server * inst.num_profiles, self._mask_start + 1 + (server + 1) * inst.num_profiles)
+        table[busy_rows, srv + 1] = 1.0
+        table[busy_rows, srv + 2] = np.minimum((slots[busy_rows] - start) * self._inv_duration_scale, 1.0)
+        table[busy_rows, srv + 4] = 0.0
+        table[busy_rows, mask_cols] = 0.0
         reduction = dynamics.block_slack_reduction(pairs, cum, start, duration)
         if reduction.any():
             st.pair_slack[server] -= reduction
-            later = int(np.searchsorted(self._arrival_slots, free_from))  # only future decisions need it
-            if later < self._arrival_slots.size:
-                limits = dynamics.max_feasible_block(pairs, st.pair_slack[server], cum, self._arrival_slots[later:])
-                st.block_limits[later:, server] = limits
-                self._block_obs[later:, server] = np.minimum(limits * self._inv_duration_scale, 1.0)
+            if first_free < slots.size:
+                limits = dynamics.max_feasible_block(pairs, st.pair_slack[server], cum, slots[first_free:])
+                st.block_limits[first_free:, server] = limits
+                table[first_free:-1, srv + 4] = np.minimum(limits * self._inv_duration_scale, 1.0)
+                table[first_free:-1, mask_cols] = limits[:, None] >= self._max_duration
         if self._reserved_work[start:free_from, server].any():  # reserved work would run in the block
             available = inst.capacity[server, start:].copy()
             available[:duration] = 0.0
             backlog = dynamics.backlog_trajectory(st.backlog[start, server], inst.reserved_releases[server, start:], available)
             st.backlog[start:, server] = backlog
-            self._reserved_obs[start:, server] = np.minimum(
-                (backlog + self._future_releases[start:, server]) * self._inv_reserved_scale, 1.0
-            )
             self._reserved_work[start:, server] = backlog[:-1] + inst.reserved_releases[server, start:] > 0
+            later = slots[first_later:]
+            table[first_later:-1, srv + 3] = np.minimum(
+                (st.backlog[later, server] + self._future_releases[later, server]) * self._inv_reserved_scale, 1.0
+            )
         st.busy_until[server] = free_from
         st.task_start[server] = start
         st.accepted += 1
@@ -393,26 +412,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
         st = self._state
-        t = st.time
-        if st.decision >= self._arrival_slots.size:
-            self._mask = mask = np.zeros(self._num_actions, np.int8)
-            mask[0] = 1
-            obs = np.zeros(self.layout.size, np.float32)
-            obs[0] = 1.0
-            obs[self._mask_start :] = mask
-            return obs, {"action_mask": mask.copy(), "time": t, "device": -1}
-        decision = st.decision
-        idle = st.busy_until <= t
-        busy = ~idle
-        obs = self._static_rows[decision].copy()
-        obs[self._mask_start + 1 :] = ((st.block_limits[decision] * idle)[:, None] >= self._max_duration).ravel()
-        servers = obs[self._servers_start : self._servers_stop].reshape(-1, 5)  # (K, 5) view, see layout
-        servers[:, 1] = busy
-        servers[:, 2] = np.minimum((t - st.task_start) * self._inv_duration_scale, 1.0) * busy
-        servers[:, 3] = self._reserved_obs[t]
-        servers[:, 4] = self._block_obs[decision] * idle
-        self._mask = mask = obs[self._mask_start :].astype(np.int8)
-        return obs, {"action_mask": mask.copy(), "time": t, "device": int(self._arrival_devices[decision])}
+        obs = self._obs_table[st.decision].copy()
+        device = int(self._arrival_devices[st.decision]) if st.decision < self._arrival_slots.size else -1
+        return obs, {"action_mask": obs[self._mask_start :].astype(np.int8), "time": st.time, "device": device}
 
     def _episode_summary(self) -> dict[str, Any]:
         """End-of-episode metrics, including an independent EDF audit of the reserved tasks."""
