@@ -173,10 +173,10 @@ def max_feasible_block(pairs: HallPairs, slack: np.ndarray, cum: np.ndarray, tim
 
 
 def block_slack_reduction(pairs: HallPairs, cum: np.ndarray, start: int, duration: int) -> np.ndarray:
-    """(P,) capacity a block [start, start + duration) on a server removes from each of its pairs."""
+    """(P,) capacity a block [start, start + duration) on a server removes from each of its pairs:
+    C[max(hi, lo)] - C[lo] with lo = max(a, start), hi = min(b + 1, start + duration) (0 if disjoint)."""
     lo = np.maximum(pairs.start, start)
-    hi = np.minimum(pairs.end + 1, start + duration)
-    return np.where(hi > lo, cum[np.maximum(hi, lo)] - cum[lo], 0.0)
+    return cum[np.maximum(np.minimum(pairs.end + 1, start + duration), lo)] - cum[lo]
 
 
 def backlog_trajectory(initial: float, releases: np.ndarray, available: np.ndarray) -> np.ndarray:
