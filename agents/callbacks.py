@@ -1,0 +1,185 @@
+"""Training callbacks: periodic evaluation on fixed seeds next to a reference policy, and SIGINT handling.
+
+Evaluation runs the learner as a :class:`offline.protocol.Policy` through ``run_episode`` on the same
+episode seeds every time (common random numbers), so the curve ``eval/mean_reward`` moves only because the
+policy changed. The reference policy (RESCUE on UEC-v0, or the env's configured one) is evaluated once on
+the same seeds and logged at every evaluation as ``reference/…`` so TensorBoard shows the gap.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from offline.protocol import Policy, run_episode
+
+log = logging.getLogger("train")
+
+#: final-info keys that are never logged as metrics (masks, arrays, bookkeeping).
+_SKIP_INFO_KEYS = {"action_mask", "TimeLimit.truncated", "episode", "terminal_observation"}
+
+#: final-info keys holding an upper bound on the episode's profit (the ratio reward / bound is logged
+#: as env/competitive_ratio when present).
+BOUND_KEYS = ("lp_bound", "opt_lp", "lp_upper_bound", "upper_bound")
+
+
+def scalar_metrics(info: dict[str, Any]) -> dict[str, float]:
+    """The finite numeric scalars of an (episode-final) info dict."""
+    out: dict[str, float] = {}
+    for key, value in info.items():
+        if key in _SKIP_INFO_KEYS or key.startswith("_"):
+            continue
+        if isinstance(value, (bool, int, float, np.number, np.bool_)) or (
+            isinstance(value, np.ndarray) and value.size == 1
+        ):
+            number = float(np.asarray(value).reshape(-1)[0])
+            if math.isfinite(number):
+                out[key] = number
+    return out
+
+
+def evaluate(env: gym.Env, policy: Policy, seeds: list[int]) -> dict[str, float]:
+    """Mean return and mean final-info metrics of ``policy`` over one episode per seed."""
+    returns: list[float] = []
+    metrics: dict[str, list[float]] = {}
+    for seed in seeds:
+        result = run_episode(env, policy, seed=seed)
+        returns.append(result.total_reward)
+        episode_metrics = scalar_metrics(result.final_info)
+        for key in BOUND_KEYS:
+            bound = episode_metrics.get(key)
+            if bound is not None and bound > 0:
+                episode_metrics["competitive_ratio"] = result.total_reward / bound
+                break
+        for key, value in episode_metrics.items():
+            metrics.setdefault(key, []).append(value)
+    summary = {"mean_reward": float(np.mean(returns)), "std_reward": float(np.std(returns))}
+    summary.update({f"env/{k}": float(np.mean(v)) for k, v in metrics.items() if len(v) == len(seeds)})
+    return summary
+
+
+class PeriodicEvalCallback(BaseCallback):
+    """Every ``eval_freq`` env steps: evaluate the learner on fixed seeds, log it next to the reference.
+
+    Logged keys: ``eval/mean_reward``, ``eval/std_reward``, ``env/<metric>`` (the env's final-info
+    scalars, e.g. UEC's profit and competitive ratio), ``reference/mean_reward``,
+    ``reference/env/<metric>`` and ``eval/ratio_to_reference``. Rows also go to ``eval.csv``.
+    """
+
+    def __init__(
+        self,
+        make_eval_env: Callable[[], gym.Env],
+        make_policy: Callable[[Any], Policy],
+        seeds: list[int],
+        eval_freq: int,
+        csv_path: Path,
+        reference: dict[str, float] | None = None,
+        reference_name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.make_eval_env = make_eval_env
+        self.make_policy = make_policy
+        self.seeds = list(seeds)
+        self.eval_freq = int(eval_freq)
+        self.csv_path = csv_path
+        self.reference = reference
+        self.reference_name = reference_name
+        self._next_eval = 0
+        self._env: gym.Env | None = None
+        self.last: dict[str, float] = {}
+
+    def _on_training_start(self) -> None:
+        self._env = self.make_eval_env()
+        self._next_eval = self.num_timesteps  # evaluate the untrained policy first
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next_eval:
+            self.run_evaluation()
+            self._next_eval = self.num_timesteps + self.eval_freq
+        return True
+
+    def _on_training_end(self) -> None:
+        if not self.last or self.last.get("step") != self.num_timesteps:
+            self.run_evaluation()
+        if self._env is not None:
+            self._env.close()
+
+    def run_evaluation(self) -> dict[str, float]:
+        assert self._env is not None
+        summary = evaluate(self._env, self.make_policy(self.model), self.seeds)
+        for key, value in summary.items():
+            self.logger.record(key if key.startswith("env/") else f"eval/{key}", value)
+        row: dict[str, float] = {"step": float(self.num_timesteps), **summary}
+        if self.reference is not None:
+            for key, value in self.reference.items():
+                self.logger.record(f"reference/{key}", value)
+            ref = self.reference["mean_reward"]
+            if ref != 0:
+                ratio = summary["mean_reward"] / ref
+                self.logger.record("eval/ratio_to_reference", ratio)
+                row["ratio_to_reference"] = ratio
+            row["reference_mean_reward"] = ref
+        self.logger.dump(self.num_timesteps)
+        self._append_csv(row)
+        self.last = row
+        ref_text = (
+            f", {self.reference_name} {self.reference['mean_reward']:.4g}" if self.reference is not None else ""
+        )
+        log.info("step %d: eval mean reward %.4g%s", self.num_timesteps, summary["mean_reward"], ref_text)
+        return summary
+
+    def _append_csv(self, row: dict[str, float]) -> None:
+        new = not self.csv_path.exists()
+        with self.csv_path.open("a", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(row), extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+
+
+class GracefulInterrupt:
+    """Turns the first SIGINT into a request to stop at the next env step (a second one aborts).
+
+    Use as a context manager around ``learn``; :class:`StopOnInterrupt` polls ``requested``.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        log.warning("interrupt received: stopping after this step, saving a checkpoint (Ctrl-C again to abort)")
+
+    def __enter__(self) -> GracefulInterrupt:
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not in the main thread: leave SIGINT alone
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+class StopOnInterrupt(BaseCallback):
+    """Ends ``learn`` cleanly once :class:`GracefulInterrupt` saw a SIGINT."""
+
+    def __init__(self, interrupt: GracefulInterrupt) -> None:
+        super().__init__()
+        self.interrupt = interrupt
+
+    def _on_step(self) -> bool:
+        return not self.interrupt.requested

@@ -1,0 +1,93 @@
+"""Trained runs as :class:`offline.protocol.Policy` objects (contract 2), so evaluate.py can compare
+``policies=[rescue, runs/uec-v0__sac__0__…]`` on identical seeds.
+
+A run folder holds the resolved ``config.yaml`` (which names the algo) and the final ``model.zip``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from omegaconf import OmegaConf
+
+from agents.registry import get_spec, import_path
+
+MODEL_FILE = "model.zip"
+
+
+class SB3ModelPolicy:
+    """Wraps an SB3 model; deterministic (greedy) actions by default.
+
+    Masks: the learners read them from the observation; for sb3-contrib's MaskablePPO the mask is
+    taken from ``info["action_mask"]`` when present.
+    """
+
+    def __init__(self, model: Any, name: str, deterministic: bool = True) -> None:
+        self.model = model
+        self.name = name
+        self.deterministic = deterministic
+        self._uses_action_masks = type(model).__name__ == "MaskablePPO"
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        """Learned policies keep no per-episode state; the seed only drives stochastic SAC/DQN sampling."""
+        if seed is not None and not self.deterministic:
+            import torch
+
+            torch.manual_seed(seed)
+            np.random.seed(seed)  # noqa: NPY002 (SB3 DQN explores with the global generator)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        kwargs: dict[str, Any] = {}
+        if self._uses_action_masks and "action_mask" in info:
+            kwargs["action_masks"] = np.asarray(info["action_mask"], dtype=bool)
+        action, _ = self.model.predict(obs, deterministic=self.deterministic, **kwargs)
+        if isinstance(self.model.action_space, spaces.Discrete):
+            return int(np.asarray(action).reshape(-1)[0])
+        return np.asarray(action).reshape(self.model.action_space.shape)
+
+
+def load_run_config(run_dir: Path) -> Any:
+    """The resolved configuration a run saved (raises a clear error for a folder that is not a run)."""
+    config_file = Path(run_dir) / "config.yaml"
+    if not config_file.is_file():
+        raise ValueError(f"{run_dir} is not a training run folder: it has no config.yaml")
+    return OmegaConf.load(config_file)
+
+
+def load_run_policy(
+    run_dir: Path | str,
+    env: gym.Env,
+    *,
+    deterministic: bool = True,
+    checkpoint: str | None = None,
+    device: str = "cpu",
+    **kwargs: Any,
+) -> Any:
+    """Load the final model (or ``checkpoint``, a file inside the run) of a training run as a Policy.
+
+    Works for SB3 algos (sac, dqn, ppo_mask), custom trainers (their ``load_policy``) and reference
+    runs (the non-learning policy they ran).
+    """
+    run_dir = Path(run_dir)
+    cfg = load_run_config(run_dir)
+    spec = get_spec(cfg.algo)
+    if spec.kind == "reference":
+        from offline.registry import make_policy
+
+        return make_policy(str(cfg.env.id), str(cfg.algo.policy), env, **kwargs)
+    if spec.kind == "custom":
+        return import_path(str(spec.loader))(run_dir, env, **kwargs)
+    model_file = run_dir / (checkpoint or MODEL_FILE)
+    if not model_file.is_file():
+        raise ValueError(f"{run_dir} has no {model_file.name} (training interrupted before the first save?)")
+    model = spec.load_target().load(model_file, device=device)
+    if model.observation_space.shape != env.observation_space.shape:
+        raise ValueError(
+            f"run {run_dir.name} was trained on observations of shape {model.observation_space.shape}, "
+            f"the env gives {env.observation_space.shape} (different env kwargs, e.g. lp_features?)"
+        )
+    return SB3ModelPolicy(model, name=f"{spec.name}:{run_dir.name}", deterministic=deterministic)

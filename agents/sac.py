@@ -1,0 +1,526 @@
+"""Discrete soft actor-critic (SAC-discrete) on stable-baselines3's ``OffPolicyAlgorithm``.
+
+The formulation of Christodoulou (2019, arXiv:1910.07207) and CleanRL's ``sac_atari.py``, which is also
+the SAC-D of the OINC paper (Section IV-C, eqs. 5-7): the actor outputs a categorical distribution, two
+critics output a Q-value per action, and every expectation over actions is computed exactly instead of
+sampled:
+
+* critic target   y = r + γ (1 − done) Σ_a π(a|s') [min_n Q'_n(s', a) − α log π(a|s')]
+* critic loss     ½ Σ_n (Q_n(s, a) − y)²
+* actor loss      Σ_a π(a|s) [α log π(a|s) − min_n Q_n(s, a)]
+* temperature     log α · (H(π(·|s)) − H̄(s)),  H̄(s) = ratio · log(#feasible actions in s)
+
+**Target entropy.** A fixed fraction ``target_entropy_ratio`` (default 0.6, the design's 0.6-0.9 band) of
+the maximum entropy of the *feasible* actions of each state; CleanRL's 0.89 and the often-quoted 0.98 make
+the temperature grow without bound on small action sets, and OINC's −log(1 + ι) is not an entropy
+a categorical policy can reach meaningfully for the temperature update. A state with one feasible action
+has target 0 and contributes nothing.
+
+**Masks** (contract 6): the last ``mask_dim`` observation entries are the feasibility bits, so replayed
+transitions carry their own masks. Infeasible actions get −inf logits (probability exactly 0) and are
+dropped from every expectation above (the target, the actor loss, the entropy).
+
+**MultiDiscrete** (factorised heads, for OINC-v0): the actor has one softmax per head, the joint policy
+is their product (joint entropy = sum of head entropies), and each critic has one Q-head per action head
+(action branching, Tavakoli et al. 2018): Q_h(s, a_h) is regressed on the shared target
+y = r + γ(1 − done)[mean_h Σ_a π_h(a|s') min_n Q'_{n,h}(s', a) + α H(π(·|s'))], and the actor loss is
+the sum over heads of the single-head loss. With one head this is exactly the Discrete case.
+
+Heads are padded to the largest head size, so every quantity is one ``[batch, heads, choices]`` tensor
+whose padding entries are masked like infeasible actions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    FlattenExtractor,
+    create_mlp,
+)
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, PyTorchObs, Schedule
+from stable_baselines3.common.utils import get_parameters_by_name, polyak_update
+from torch import nn
+from torch.nn import functional as F
+
+from agents.masking import action_dims, mask_from_obs, sample_feasible
+
+SelfDiscreteSAC = TypeVar("SelfDiscreteSAC", bound="DiscreteSAC")
+
+
+# --------------------------------------------------------------------------------------------------
+# The losses, as pure functions of [batch, heads, choices] tensors (tested against hand computations)
+# --------------------------------------------------------------------------------------------------
+
+
+def masked_log_softmax(logits: th.Tensor, valid: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    """Probabilities and log-probabilities with invalid entries at probability 0.
+
+    ``logits`` and ``valid`` are ``[B, H, N]``; every head must have at least one valid entry. The
+    returned log-probabilities are 0 (not −inf) at invalid entries so that ``p · log p`` is 0 there.
+    """
+    log_probs = th.log_softmax(logits.masked_fill(~valid, -th.inf), dim=-1)
+    log_probs = log_probs.masked_fill(~valid, 0.0)
+    probs = log_probs.exp() * valid
+    return probs, log_probs
+
+
+def policy_entropy(probs: th.Tensor, log_probs: th.Tensor) -> th.Tensor:
+    """Entropy of the joint (factorised) policy per state: −Σ_h Σ_a p log p, shape ``[B]``."""
+    return -(probs * log_probs).sum(dim=(1, 2))
+
+
+def target_entropy(valid: th.Tensor, ratio: float) -> th.Tensor:
+    """``ratio`` times the maximum joint entropy Σ_h log(#valid_h) of each state, shape ``[B]``."""
+    return ratio * th.log(valid.sum(dim=-1).clamp(min=1).to(th.float32)).sum(dim=-1)
+
+
+def soft_state_value(probs: th.Tensor, log_probs: th.Tensor, q: th.Tensor, alpha: th.Tensor | float) -> th.Tensor:
+    """V(s) = mean_h Σ_a π_h(a|s) Q_h(s, a) + α H(π(·|s)), shape ``[B]`` (exact expectation)."""
+    expected_q = (probs * q.masked_fill(probs == 0, 0.0)).sum(dim=-1).mean(dim=-1)
+    return expected_q + alpha * policy_entropy(probs, log_probs)
+
+
+def critic_target(
+    rewards: th.Tensor, dones: th.Tensor, discounts: th.Tensor | float, next_value: th.Tensor
+) -> th.Tensor:
+    """y = r + γ (1 − done) V(s'); ``rewards``/``dones`` are ``[B, 1]``, ``next_value`` ``[B]``."""
+    return rewards.reshape(-1) + (1.0 - dones.reshape(-1)) * _flat(discounts) * next_value
+
+
+def critic_loss(q_values: list[th.Tensor], actions: th.Tensor, target: th.Tensor) -> th.Tensor:
+    """½ Σ_n mean_{b,h} (Q_n(s_b, a_{b,h}) − y_b)² for the taken actions ``[B, H]``."""
+    index = actions.long().unsqueeze(-1)
+    return 0.5 * sum(
+        F.mse_loss(q.gather(-1, index).squeeze(-1), target.unsqueeze(-1).expand(-1, q.shape[1])) for q in q_values
+    )
+
+
+def actor_loss(probs: th.Tensor, log_probs: th.Tensor, min_q: th.Tensor, alpha: th.Tensor | float) -> th.Tensor:
+    """mean_b Σ_h Σ_a π(a|s)[α log π(a|s) − min_n Q_n(s, a)] (Q detached by the caller)."""
+    min_q = min_q.masked_fill(probs == 0, 0.0)
+    return (probs * (alpha * log_probs - min_q)).sum(dim=(1, 2)).mean()
+
+
+def temperature_loss(log_alpha: th.Tensor, entropy: th.Tensor, entropy_target: th.Tensor) -> th.Tensor:
+    """mean_b log α · (H(s) − H̄(s)): α grows when the policy is less random than the target."""
+    return (log_alpha * (entropy - entropy_target).detach()).mean()
+
+
+def _flat(x: th.Tensor | float) -> th.Tensor | float:
+    return x.reshape(-1) if isinstance(x, th.Tensor) else x
+
+
+# --------------------------------------------------------------------------------------------------
+# Networks
+# --------------------------------------------------------------------------------------------------
+
+
+class HeadLayout(nn.Module):
+    """Maps flat per-action outputs ``[B, Σ n_h]`` to padded ``[B, H, max n_h]`` and back."""
+
+    def __init__(self, dims: list[int]) -> None:
+        super().__init__()
+        self.dims = list(dims)
+        width = max(self.dims)
+        offsets = np.concatenate([[0], np.cumsum(self.dims)[:-1]])
+        index = np.zeros((len(self.dims), width), dtype=np.int64)
+        valid = np.zeros((len(self.dims), width), dtype=bool)
+        for h, (offset, n) in enumerate(zip(offsets, self.dims)):
+            index[h, :n] = offset + np.arange(n)
+            valid[h, :n] = True
+        self.register_buffer("index", th.as_tensor(index), persistent=False)
+        self.register_buffer("valid", th.as_tensor(valid), persistent=False)
+
+    def pad(self, flat: th.Tensor) -> th.Tensor:
+        return flat[:, self.index]
+
+    def valid_mask(self, flat_mask: th.Tensor | None, batch: int) -> th.Tensor:
+        """Padding ∧ feasibility ``[B, H, N]``; a head with no feasible entry falls back to all entries."""
+        structural = self.valid.unsqueeze(0).expand(batch, -1, -1)
+        if flat_mask is None:
+            return structural
+        valid = self.pad(flat_mask) & structural
+        return th.where(valid.any(dim=-1, keepdim=True), valid, structural)
+
+
+class CategoricalActor(BasePolicy):
+    """Features → MLP → one logit per (head, choice)."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        features_extractor: BaseFeaturesExtractor,
+        features_dim: int,
+        net_arch: list[int],
+        activation_fn: type[nn.Module] = nn.ReLU,
+        normalize_images: bool = True,
+    ) -> None:
+        super().__init__(observation_space, action_space, features_extractor=features_extractor,
+                         normalize_images=normalize_images)
+        self.net_arch = net_arch
+        self.features_dim = features_dim
+        self.activation_fn = activation_fn
+        self.logits_net = nn.Sequential(
+            *create_mlp(features_dim, int(sum(action_dims(action_space))), net_arch, activation_fn)
+        )
+
+    def forward(self, obs: PyTorchObs) -> th.Tensor:
+        return self.logits_net(self.extract_features(obs, self.features_extractor))
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        raise NotImplementedError("use DiscreteSACPolicy._predict, which knows the mask")
+
+
+class ActionValueCritic(BasePolicy):
+    """``n_critics`` Q-networks, each giving Q per (head, choice)."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        features_extractor: BaseFeaturesExtractor,
+        features_dim: int,
+        net_arch: list[int],
+        activation_fn: type[nn.Module] = nn.ReLU,
+        normalize_images: bool = True,
+        n_critics: int = 2,
+    ) -> None:
+        super().__init__(observation_space, action_space, features_extractor=features_extractor,
+                         normalize_images=normalize_images)
+        n_out = int(sum(action_dims(action_space)))
+        self.q_networks = nn.ModuleList(
+            nn.Sequential(*create_mlp(features_dim, n_out, net_arch, activation_fn)) for _ in range(n_critics)
+        )
+
+    def forward(self, obs: PyTorchObs) -> list[th.Tensor]:
+        features = self.extract_features(obs, self.features_extractor)
+        return [q(features) for q in self.q_networks]
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        raise NotImplementedError
+
+
+class DiscreteSACPolicy(BasePolicy):
+    """Actor, twin critics and target critics for SAC-discrete; masks come from the observation tail.
+
+    :param net_arch: hidden layers, a list (shared by actor and critics) or ``{"pi": [...], "qf": [...]}``
+    :param mask_dim: number of trailing observation entries holding the action mask (0 = none)
+    """
+
+    actor: CategoricalActor
+    critic: ActionValueCritic
+    critic_target: ActionValueCritic
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        n_critics: int = 2,
+        mask_dim: int = 0,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor_class,
+            features_extractor_kwargs,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+            normalize_images=normalize_images,
+            squash_output=False,
+        )
+        if net_arch is None:
+            net_arch = [256, 256]
+        if isinstance(net_arch, dict):
+            pi_arch, qf_arch = list(net_arch["pi"]), list(net_arch["qf"])
+        else:
+            pi_arch, qf_arch = list(net_arch), list(net_arch)
+        self.net_arch = net_arch
+        self.pi_arch, self.qf_arch = pi_arch, qf_arch
+        self.activation_fn = activation_fn
+        self.n_critics = n_critics
+        self.mask_dim = int(mask_dim)
+        self.layout = HeadLayout(action_dims(action_space))
+        self._build(lr_schedule)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        def make(cls: type[BasePolicy], arch: list[int], **extra: Any) -> Any:
+            extractor = self.make_features_extractor()
+            return cls(self.observation_space, self.action_space, extractor, extractor.features_dim, arch,
+                       self.activation_fn, self.normalize_images, **extra)
+
+        self.actor = make(CategoricalActor, self.pi_arch)
+        self.critic = make(ActionValueCritic, self.qf_arch, n_critics=self.n_critics)
+        self.critic_target = make(ActionValueCritic, self.qf_arch, n_critics=self.n_critics)
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.critic_target.set_training_mode(False)
+        self.actor.optimizer = self.optimizer_class(self.actor.parameters(), lr=lr_schedule(1),
+                                                    **self.optimizer_kwargs)
+        self.critic.optimizer = self.optimizer_class(self.critic.parameters(), lr=lr_schedule(1),
+                                                     **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            dict(
+                net_arch=self.net_arch,
+                activation_fn=self.activation_fn,
+                features_extractor_class=self.features_extractor_class,
+                features_extractor_kwargs=self.features_extractor_kwargs,
+                optimizer_class=self.optimizer_class,
+                optimizer_kwargs=self.optimizer_kwargs,
+                n_critics=self.n_critics,
+                mask_dim=self.mask_dim,
+            )
+        )
+        return data
+
+    # --- helpers on preprocessed observation tensors ---
+    def valid_actions(self, obs: th.Tensor) -> th.Tensor:
+        """``[B, H, N]`` boolean: padding and the observation's action mask."""
+        return self.layout.valid_mask(mask_from_obs(obs, self.mask_dim), obs.shape[0])
+
+    def distribution(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """(probs, log_probs, valid), each ``[B, H, N]``, of the current actor at ``obs``."""
+        valid = self.valid_actions(obs)
+        probs, log_probs = masked_log_softmax(self.layout.pad(self.actor(obs)), valid)
+        return probs, log_probs, valid
+
+    def q_values(self, obs: th.Tensor, target: bool = False) -> list[th.Tensor]:
+        """Per-critic Q tables ``[B, H, N]`` from the online or the target critics."""
+        net = self.critic_target if target else self.critic
+        return [self.layout.pad(q) for q in net(obs)]
+
+    def forward(self, obs: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        return self._predict(obs, deterministic=deterministic)
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        probs, _, valid = self.distribution(observation)
+        if deterministic:
+            actions = probs.masked_fill(~valid, -1.0).argmax(dim=-1)
+        else:
+            actions = th.distributions.Categorical(probs=probs).sample()
+        if isinstance(self.action_space, spaces.Discrete):
+            return actions[:, 0]
+        return actions
+
+    def set_training_mode(self, mode: bool) -> None:
+        self.actor.set_training_mode(mode)
+        self.critic.set_training_mode(mode)
+        self.training = mode
+
+
+# --------------------------------------------------------------------------------------------------
+# The algorithm
+# --------------------------------------------------------------------------------------------------
+
+
+class DiscreteSAC(OffPolicyAlgorithm):
+    """Soft actor-critic for Discrete / MultiDiscrete actions with masks from the observation.
+
+    Hyper-parameters as SB3's SAC, plus:
+
+    :param ent_coef: ``"auto"`` (learned temperature) or a fixed float
+    :param ent_coef_init: initial temperature when learned (OINC uses 1.0)
+    :param target_entropy_ratio: target entropy as a fraction of the maximum feasible entropy
+    :param mask_dim: trailing observation entries that hold the action mask (0 = none)
+    :param max_grad_norm: gradient-norm clip for actor and critics (None = no clipping)
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": DiscreteSACPolicy}
+    policy: DiscreteSACPolicy
+
+    def __init__(
+        self,
+        policy: str | type[DiscreteSACPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 3e-4,
+        buffer_size: int = 100_000,
+        learning_starts: int = 1000,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        n_steps: int = 1,
+        ent_coef: str | float = "auto",
+        ent_coef_init: float = 1.0,
+        target_entropy_ratio: float = 0.6,
+        target_update_interval: int = 1,
+        mask_dim: int = 0,
+        max_grad_norm: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        super().__init__(
+            policy,
+            env,
+            learning_rate,
+            buffer_size,
+            learning_starts,
+            batch_size,
+            tau,
+            gamma,
+            train_freq,
+            gradient_steps,
+            action_noise=None,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            sde_support=False,
+            supported_action_spaces=(spaces.Discrete, spaces.MultiDiscrete),
+            support_multi_env=True,
+        )
+        if not (isinstance(ent_coef, (int, float)) or ent_coef == "auto"):
+            raise ValueError(f"ent_coef={ent_coef!r} is not valid; valid values: 'auto' or a float >= 0")
+        if not 0.0 <= target_entropy_ratio < 1.0:
+            raise ValueError(f"target_entropy_ratio={target_entropy_ratio} must lie in [0, 1)")
+        self.ent_coef = ent_coef
+        self.ent_coef_init = float(ent_coef_init)
+        self.target_entropy_ratio = float(target_entropy_ratio)
+        self.target_update_interval = int(target_update_interval)
+        self.mask_dim = int(mask_dim)
+        self.max_grad_norm = max_grad_norm
+        if _init_setup_model:
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        self.policy_kwargs = {**self.policy_kwargs, "mask_dim": self.mask_dim}
+        super()._setup_model()
+        self.actor = self.policy.actor
+        self.critic = self.policy.critic
+        self.critic_target = self.policy.critic_target
+        self.batch_norm_stats = get_parameters_by_name(self.critic, ["running_"])
+        self.batch_norm_stats_target = get_parameters_by_name(self.critic_target, ["running_"])
+        if self.ent_coef == "auto":
+            init = th.log(th.tensor(self.ent_coef_init, dtype=th.float32))
+            self.log_ent_coef = init.to(self.device).requires_grad_(True)
+            self.ent_coef_optimizer = th.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1))
+        else:
+            self.log_ent_coef = th.log(th.tensor(float(self.ent_coef), device=self.device))
+            self.ent_coef_optimizer = None
+
+    def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1):
+        """Warm-up actions are uniform over the *feasible* actions, later ones come from the actor."""
+        if self.num_timesteps < learning_starts:
+            action = sample_feasible(self.action_space, np.asarray(self._last_obs), self.mask_dim)
+        else:
+            action, _ = self.predict(self._last_obs, deterministic=False)
+        return action, action
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers.append(self.ent_coef_optimizer)
+        self._update_learning_rate(optimizers)
+
+        logs: dict[str, list[float]] = {k: [] for k in ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss",
+                                                         "entropy", "target_entropy", "q_mean")}
+        for step in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            actions = data.actions.long().reshape(batch_size, -1)
+            alpha = self.log_ent_coef.detach().exp()
+
+            with th.no_grad():
+                next_probs, next_log_probs, _ = self.policy.distribution(data.next_observations)
+                next_q = th.min(th.stack(self.policy.q_values(data.next_observations, target=True)), dim=0).values
+                next_value = soft_state_value(next_probs, next_log_probs, next_q, alpha)
+                target = critic_target(data.rewards, data.dones, discounts, next_value)
+
+            q_values = self.policy.q_values(data.observations)
+            loss_q = critic_loss(q_values, actions, target)
+            self._step(self.critic.optimizer, loss_q, self.critic.parameters())
+
+            probs, log_probs, valid = self.policy.distribution(data.observations)
+            with th.no_grad():
+                min_q = th.min(th.stack(self.policy.q_values(data.observations)), dim=0).values
+            loss_pi = actor_loss(probs, log_probs, min_q, alpha)
+            self._step(self.actor.optimizer, loss_pi, self.actor.parameters())
+
+            entropy = policy_entropy(probs, log_probs).detach()
+            entropy_target = target_entropy(valid, self.target_entropy_ratio)
+            if self.ent_coef_optimizer is not None:
+                loss_alpha = temperature_loss(self.log_ent_coef, entropy, entropy_target)
+                self.ent_coef_optimizer.zero_grad()
+                loss_alpha.backward()
+                self.ent_coef_optimizer.step()
+                logs["ent_coef_loss"].append(loss_alpha.item())
+
+            if step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+
+            logs["critic_loss"].append(loss_q.item())
+            logs["actor_loss"].append(loss_pi.item())
+            logs["ent_coef"].append(float(alpha))
+            logs["entropy"].append(entropy.mean().item())
+            logs["target_entropy"].append(entropy_target.mean().item())
+            logs["q_mean"].append(
+                float((q_values[0].detach() * valid).sum() / valid.sum().clamp(min=1))
+            )
+
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        for key, values in logs.items():
+            if values:
+                self.logger.record(f"train/{key}", float(np.mean(values)))
+
+    def _step(self, optimizer: th.optim.Optimizer, loss: th.Tensor, params: Any) -> None:
+        optimizer.zero_grad()
+        loss.backward()
+        if self.max_grad_norm is not None:
+            th.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        optimizer.step()
+
+    def learn(
+        self: SelfDiscreteSAC,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "DiscreteSAC",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfDiscreteSAC:
+        return super().learn(total_timesteps=total_timesteps, callback=callback, log_interval=log_interval,
+                             tb_log_name=tb_log_name, reset_num_timesteps=reset_num_timesteps,
+                             progress_bar=progress_bar)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "actor", "critic", "critic_target"]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        state_dicts = ["policy", "actor.optimizer", "critic.optimizer"]
+        if self.ent_coef_optimizer is not None:
+            state_dicts.append("ent_coef_optimizer")
+        return state_dicts, ["log_ent_coef"]

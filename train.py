@@ -1,0 +1,444 @@
+"""Train a learner (or log a non-learning reference) on one of the suite's envs.
+
+    python train.py env=uec-v0 algo=sac                 # the default budget (algo.default_steps)
+    python train.py env=uec-v0 algo=dqn steps=50000 seed=1 n_envs=2 out=runs device=cpu
+    python train.py env=uec-v0 algo=rescue              # evaluate RESCUE, log it like a run
+    python train.py -m env=uec-v0 algo=sac seed=0,1,2   # a sweep
+
+Config groups: conf/env/<name>.yaml (contract 1), conf/algo/<name>.yaml (checked against the dataclass
+schemas of agents.registry), conf/config.yaml (top-level keys, see TrainConfig). Each run writes
+``<out>/<env>__<algo>__<seed>__<time>/`` with config.yaml, TensorBoard event files, progress.csv,
+eval.csv, train.log, checkpoints/ and the final model.zip, and prints that folder and the
+``tensorboard --logdir`` command on its last lines. Ctrl-C saves a checkpoint and flushes the logs.
+
+``run(cfg)`` is the whole program; ``main`` is only the Hydra wrapper (tests call ``run``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+log = logging.getLogger("train")
+
+
+# --------------------------------------------------------------------------------------------------
+# Top-level schema
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class EvalConfig:
+    freq: int = 2000  # env steps between evaluations; 0 = only at the start and the end
+    episodes: int = 10  # one episode per seed: seed, seed + 1, ...
+    seed: int = 1000
+    reference: bool = True  # evaluate env.reference_policy on the same seeds and log it
+
+
+@dataclass
+class TrainConfig:
+    env: Any = None
+    algo: Any = None
+    steps: int = 30_000
+    seed: int = 0
+    out: str = "runs"
+    n_envs: int = 1
+    vec_env: str = "dummy"
+    device: str = "auto"
+    threads: int = 1
+    progress: bool = True
+    checkpoint_freq: int = 10_000
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+
+ENV_KEYS = ("name", "id", "kwargs", "reference_policy", "algo_overrides")
+CHOICES = {"device": ("auto", "cpu", "cuda"), "vec_env": ("dummy", "subproc")}
+
+
+def available_choices(group: str) -> list[str]:
+    """The config files of a Hydra group (``env`` or ``algo``)."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation and composition
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """A validated run: plain dicts for the env and the (env-overridden) algo, plus the top level."""
+
+    cfg: DictConfig  # the full resolved configuration that is saved as config.yaml
+    env: dict[str, Any]
+    algo: dict[str, Any]
+    spec: Any  # agents.registry.AlgoSpec
+    steps: int
+
+
+def _algo_cli_overrides(overrides: list[str] | None) -> list[tuple[str, Any]]:
+    """``algo.<key>=<value>`` command-line overrides, parsed like Hydra does (they beat algo_overrides)."""
+    if not overrides:
+        return []
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return [
+        (o.key_or_group[len("algo."):], o.value())
+        for o in parsed
+        if o.key_or_group.startswith("algo.") and not o.is_delete()
+    ]
+
+
+def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
+    """Validate ``cfg`` and merge ``env.algo_overrides[<algo>]`` into the algo config.
+
+    Precedence: conf/algo/<algo>.yaml < env's algo_overrides < ``algo.*`` command-line overrides.
+    Raises ValueError naming the key and the valid values on any bad input.
+    """
+    from agents.registry import get_spec, validate_algo_config
+
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    cfg.pop("hydra", None)
+    env_cfg = cfg.get("env")
+    if not isinstance(env_cfg, DictConfig):
+        raise ValueError(f"env must be chosen with env=<name>; valid envs: {available_choices('env')}")
+    missing = [k for k in ("name", "id") if k not in env_cfg]
+    if missing:
+        raise ValueError(f"env config lacks {missing}; an env config has keys {list(ENV_KEYS)} (contract 1)")
+    algo_cfg = cfg.get("algo")
+    if not isinstance(algo_cfg, DictConfig) or "name" not in algo_cfg:
+        raise ValueError(f"algo must be chosen with algo=<name>; valid algos: {available_choices('algo')}")
+
+    # env overrides, then the command line's algo.* overrides again on top
+    algo_name = str(algo_cfg.name)
+    env_overrides = (env_cfg.get("algo_overrides") or {}).get(algo_name) or {}
+    merged = OmegaConf.merge(algo_cfg, env_overrides)
+    for key, value in _algo_cli_overrides(overrides):
+        OmegaConf.update(merged, key, value, merge=True, force_add=True)
+    cfg.algo = merged
+
+    # top-level keys against the schema (types, unknown keys)
+    try:
+        top = OmegaConf.merge(OmegaConf.structured(TrainConfig), cfg)
+        OmegaConf.resolve(top)
+    except OmegaConfBaseException as err:
+        if "default_steps" in str(err):
+            raise ValueError(f"algo={algo_name} has no default budget: give steps=N") from None
+        valid = sorted(TrainConfig.__dataclass_fields__)
+        raise ValueError(f"invalid configuration ({err.msg}); valid top-level keys: {valid}") from None
+    for key, valid in CHOICES.items():
+        if top[key] not in valid:
+            raise ValueError(f"{key}={top[key]!r} is not valid; valid values: {list(valid)}")
+    for key in ("n_envs", "threads"):
+        if top[key] < 1:
+            raise ValueError(f"{key}={top[key]} must be >= 1")
+    if top.steps < 0 or top.eval.episodes < 1 or top.eval.freq < 0 or top.checkpoint_freq < 1:
+        raise ValueError(
+            f"need steps >= 0, eval.episodes >= 1, eval.freq >= 0, checkpoint_freq >= 1 (got steps={top.steps}, "
+            f"eval.episodes={top.eval.episodes}, eval.freq={top.eval.freq}, checkpoint_freq={top.checkpoint_freq})"
+        )
+
+    spec = get_spec(top.algo)
+    algo = validate_algo_config(top.algo)
+    top.algo = OmegaConf.create(algo)
+    env = OmegaConf.to_container(top.env, resolve=True)
+    assert isinstance(env, dict)
+    env.setdefault("kwargs", {})
+    if spec.kind == "sb3" and top.steps == 0:
+        raise ValueError(f"steps must be > 0 for algo={spec.name}")
+    return Prepared(cfg=top, env=env, algo=algo, spec=spec, steps=int(top.steps))
+
+
+def make_env(env_cfg: dict[str, Any]) -> Any:
+    """``gym.make(env.id, **env.kwargs)`` with a clear error for an unregistered or unfinished env."""
+    import gymnasium as gym
+
+    import envs
+
+    env_id = str(env_cfg["id"])
+    try:
+        return gym.make(env_id, **(env_cfg.get("kwargs") or {}))
+    except gym.error.Error as err:
+        raise ValueError(f"env id {env_id!r} cannot be made ({err}); registered suite ids: {list(envs.ENV_IDS)}") from None
+    except ModuleNotFoundError as err:
+        raise ValueError(f"env {env_id!r} is registered but its module is missing ({err})") from None
+
+
+def check_fit(prepared: Prepared) -> tuple[Any, int]:
+    """Build one env, check the algo fits its action space; returns (env, mask_dim)."""
+    from agents.masking import infer_mask_dim
+    from agents.registry import check_action_space
+
+    env = make_env(prepared.env)
+    has_masks = callable(getattr(env.unwrapped, "action_masks", None))
+    check_action_space(prepared.spec, env.action_space, str(prepared.env["id"]), has_masks)
+    mask_dim = infer_mask_dim(env, prepared.algo.get("mask", "auto")) if prepared.spec.kind == "sb3" else 0
+    return env, mask_dim
+
+
+# --------------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------------
+
+
+def make_run_dir(out: str, env_name: str, algo_name: str, seed: int) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(out) / f"{env_name}__{algo_name}__{seed}__{stamp}"
+    run_dir, n = base, 1
+    while run_dir.exists():
+        run_dir, n = base.with_name(f"{base.name}-{n}"), n + 1
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def reference_summary(env_cfg: dict[str, Any], seeds: list[int]) -> tuple[str | None, dict[str, float] | None]:
+    """Evaluate the env's reference policy on ``seeds``; never raises.
+
+    If it is not available, fall back to the best registered policy for the env (by mean reward on the
+    same seeds); if there is none, log why and return (None, None).
+    """
+    from agents.callbacks import evaluate
+    from offline.registry import available_policies, make_policy
+
+    env_id, wanted = str(env_cfg["id"]), env_cfg.get("reference_policy")
+    env = make_env(env_cfg)
+    try:
+        if wanted:
+            try:
+                return str(wanted), evaluate(env, make_policy(env_id, str(wanted), env), seeds)
+            except Exception as err:  # the reference may not be written yet: fall back, never crash
+                log.warning("reference policy %r for %s is not available (%s)", wanted, env_id, err)
+        try:
+            names = available_policies(env_id)
+        except Exception as err:
+            log.warning("no reference policy logged: no policies are registered for %s (%s)", env_id, err)
+            return None, None
+        best: tuple[str | None, dict[str, float] | None] = (None, None)
+        for name in names:
+            try:
+                summary = evaluate(env, make_policy(env_id, name, env), seeds)
+            except Exception as err:
+                log.warning("policy %r failed on %s (%s); skipped", name, env_id, err)
+                continue
+            if best[1] is None or summary["mean_reward"] > best[1]["mean_reward"]:
+                best = (name, summary)
+        if best[0] is None:
+            log.warning("no reference policy logged: none of %s could run on %s", names, env_id)
+        else:
+            log.warning("using the best available registered policy %r as the reference instead", best[0])
+        return best
+    finally:
+        env.close()
+
+
+def _hparams(prepared: Prepared) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}{key}.", value)
+        else:
+            flat[prefix[:-1]] = node if isinstance(node, (int, float, str, bool)) else str(node)
+
+    walk("algo.", {k: v for k, v in prepared.algo.items()})
+    walk("env.", prepared.env.get("kwargs") or {})
+    flat.update(steps=prepared.steps, seed=int(prepared.cfg.seed), n_envs=int(prepared.cfg.n_envs))
+    return flat
+
+
+def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
+    """Validate, train (or evaluate a reference) and save everything into a fresh run folder."""
+    prepared = prepare(cfg, overrides)
+    top = prepared.cfg
+    probe_env, mask_dim = check_fit(prepared)
+    probe_env.close()
+
+    import torch
+
+    torch.set_num_threads(int(top.threads))
+    run_dir = make_run_dir(str(top.out), str(prepared.env["name"]), prepared.spec.name, int(top.seed))
+    OmegaConf.save(top, run_dir / "config.yaml")
+    file_handler = logging.FileHandler(run_dir / "train.log")
+    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.getLogger().addHandler(file_handler)
+    log.setLevel(logging.INFO)
+    try:
+        log.info("run folder %s (env=%s algo=%s seed=%s steps=%s)", run_dir, prepared.env["name"],
+                 prepared.spec.name, top.seed, prepared.steps)
+        interrupted = _dispatch(prepared, run_dir, mask_dim)
+    finally:
+        logging.getLogger().removeHandler(file_handler)
+        file_handler.close()
+    if interrupted:
+        print(f"interrupted: checkpoint and logs saved in {run_dir}")
+    print(f"run folder: {run_dir}")
+    print(f"tensorboard --logdir {top.out}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return run_dir
+
+
+def _dispatch(prepared: Prepared, run_dir: Path, mask_dim: int) -> bool:
+    """Run the algo; returns True when training was interrupted by SIGINT."""
+    top, spec = prepared.cfg, prepared.spec
+    seeds = [int(top.eval.seed) + i for i in range(int(top.eval.episodes))]
+    if spec.kind == "reference":
+        _run_reference(prepared, run_dir, seeds)
+        return False
+    if spec.kind == "custom":
+        trainer = spec.load_target()
+        model_path = trainer(prepared.env, prepared.algo, run_dir=run_dir, seed=int(top.seed),
+                             steps=prepared.steps, device=str(top.device))
+        log.info("model saved to %s", model_path)
+        return False
+    return _train_sb3(prepared, run_dir, mask_dim, seeds)
+
+
+def _run_reference(prepared: Prepared, run_dir: Path, seeds: list[int]) -> None:
+    """A non-learning 'run': evaluate the policy on the eval seeds and log it at step 0."""
+    from stable_baselines3.common.logger import configure
+
+    from agents.callbacks import evaluate
+    from offline.registry import make_policy
+
+    env = make_env(prepared.env)
+    policy = make_policy(str(prepared.env["id"]), str(prepared.algo["policy"]), env,
+                         **(prepared.algo.get("policy_kwargs") or {}))
+    summary = evaluate(env, policy, seeds)
+    env.close()
+    logger = configure(str(run_dir), ["tensorboard", "csv"])
+    for key, value in summary.items():
+        logger.record(key if key.startswith("env/") else f"eval/{key}", value)
+    logger.dump(0)
+    logger.close()
+    with (run_dir / "eval.csv").open("w") as handle:
+        handle.write("step," + ",".join(summary) + "\n0," + ",".join(f"{v:.10g}" for v in summary.values()) + "\n")
+    log.info("%s: mean reward %.4g over %d seeds", prepared.algo["policy"], summary["mean_reward"], len(seeds))
+
+
+def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int]) -> bool:
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import HParam, configure
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from agents.callbacks import GracefulInterrupt, PeriodicEvalCallback, StopOnInterrupt
+    from agents.loading import MODEL_FILE, SB3ModelPolicy
+    from agents.registry import resolve_policy_kwargs
+
+    top, spec, algo = prepared.cfg, prepared.spec, dict(prepared.algo)
+    cls = spec.load_target()
+    n_envs = int(top.n_envs)
+    vec_cls = SubprocVecEnv if top.vec_env == "subproc" else DummyVecEnv
+    venv = make_vec_env(lambda: make_env(prepared.env), n_envs=n_envs, seed=int(top.seed), vec_env_cls=vec_cls)
+
+    kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy",
+                                                         "policy_kwargs")}
+    if "mask_dim" in cls.__init__.__code__.co_varnames:
+        kwargs["mask_dim"] = mask_dim
+    model = cls(algo["policy"], venv, seed=int(top.seed), device=str(top.device), verbose=0,
+                policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}), **kwargs)
+    logger = configure(str(run_dir), ["tensorboard", "csv"])
+    model.set_logger(logger)
+    logger.record("hparams", HParam(_hparams(prepared), {"eval/mean_reward": 0.0}),
+                  exclude=("stdout", "log", "json", "csv"))
+
+    reference_name, reference = (None, None)
+    if top.eval.reference:
+        reference_name, reference = reference_summary(prepared.env, seeds)
+        if reference is not None:
+            log.info("reference %s: mean reward %.4g on %d eval seeds", reference_name,
+                     reference["mean_reward"], len(seeds))
+
+    interrupt = GracefulInterrupt()
+    eval_freq = int(top.eval.freq) or 10**12
+    callbacks = CallbackList([
+        CheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), str(run_dir / "checkpoints"), "model"),
+        PeriodicEvalCallback(lambda: make_env(prepared.env),
+                             lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
+                             seeds, eval_freq, run_dir / "eval.csv", reference, reference_name),
+        StopOnInterrupt(interrupt),
+    ])
+    with interrupt:
+        model.learn(total_timesteps=prepared.steps, callback=callbacks, progress_bar=bool(top.progress))
+    if interrupt.requested:
+        checkpoint = run_dir / "checkpoints" / f"model_interrupted_{model.num_timesteps}_steps.zip"
+        model.save(checkpoint)
+        log.warning("interrupted at step %d: saved %s", model.num_timesteps, checkpoint)
+    model.save(run_dir / MODEL_FILE)
+    logger.close()
+    venv.close()
+    return interrupt.requested
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------
+
+
+def check_cli(argv: list[str]) -> None:
+    """Fail at once on a malformed or unknown override, listing the valid choices (before Hydra runs)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from agents.registry import ALGOS
+
+    overrides = [a for a in argv if not a.startswith("-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except OverrideParseException as err:
+        valid = sorted(TrainConfig.__dataclass_fields__)
+        raise ValueError(f"malformed override ({err}); overrides look like key=value, valid keys: {valid}") from None
+    top_keys = set(TrainConfig.__dataclass_fields__)
+    algo_choice = "sac"
+    for o in parsed:
+        if o.key_or_group == "algo":
+            algo_choice = str(o.value())
+    for o in parsed:
+        key = o.key_or_group
+        head = key.split(".")[0].lstrip("+~")
+        if key in ("env", "algo"):
+            values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.value()]
+            for value in values:
+                if str(value) not in available_choices(key):
+                    raise ValueError(f"{key}={value} is not known; valid {key}s: {available_choices(key)}")
+        elif head not in top_keys and head != "hydra":
+            raise ValueError(f"unknown key {key!r}; valid top-level keys: {sorted(top_keys)}")
+        elif head == "algo" and "." in key and algo_choice in ALGOS and ALGOS[algo_choice].schema is not None:
+            sub = key.split(".")[1]
+            fields = sorted(ALGOS[algo_choice].schema.__dataclass_fields__)
+            if sub not in fields:
+                raise ValueError(f"unknown key {key!r} for algo={algo_choice}; valid algo keys: {fields}")
+
+
+@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        run(cfg, overrides=list(HydraConfig.get().overrides.task))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    try:
+        check_cli(sys.argv[1:])
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    main()
