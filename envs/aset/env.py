@@ -1,0 +1,233 @@
+"""ASET-v0: choose, every 10-s window, which static policy binds the streams arriving next."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.aset.dynamics import (
+    NUM_CLASS_BINS,
+    OBS_HIGH,
+    WORKER_FEATURES,
+    WindowResult,
+    observation_features,
+    simulate_window,
+)
+from envs.aset.generator import TOPOLOGIES, Scenario, build_instance
+from envs.aset.types import POLICY_NAMES, Instance, State
+from envs.common.validation import check_choice, check_in_range
+
+#: Observation layouts: the flattened state tensor (default) or the 2-D (features, sub-windows) Box.
+OBS_LAYOUTS: tuple[str, ...] = ("flat", "2d")
+
+
+class ASETEnv(gym.Env):
+    """Adaptive scheduling of edge inference streams (Castellano et al., ASET).
+
+    ## Description
+    Clients arrive at 16 antennas as Poisson processes (``lam`` clients per minute per antenna) and
+    each opens a stream of object-detection queries with an application latency bound D^i (pool 95 ms,
+    ping-pong 150, work-out 300, face 370, lego 600 ms), a frame rate, a frame size, a minimum accuracy
+    and an exponential lifetime (mean 60 s). Its antenna's scheduler binds it, at arrival and for its
+    whole life, to a feasible (model variant, cluster) worker using the static policy in force (paper
+    constraints (1)-(4)); a stream with no feasible worker has all its queries rejected. Workers are
+    deployed on a cloud / data-centre / central-office / antenna hierarchy read from a topology YAML.
+    Served queries fail when the realised latency 2(delta + d + eps) + b zeta + D_v (+ queueing wait)
+    exceeds D^i, with eps ~ N(0, sigma^2); the failure fraction is computed analytically (normal CDF)
+    at the fluid level, per 0.5-s sub-window, vectorised over streams.
+
+    ## Action Space
+    ``Discrete(7)``: the static policy binding every stream that arrives in the next window:
+
+    | action | policy          |
+    |--------|-----------------|
+    | 0      | closest         |
+    | 1      | load_balancing  |
+    | 2      | farthest        |
+    | 3      | cheaper         |
+    | 4      | random_latency  |
+    | 5      | random_load     |
+    | 6      | least_impedance |
+
+    Every action is always allowed (the mask is all ones). An action outside the space raises ValueError.
+
+    ## Observation Space
+    The state tensor of the last window: features (rows) x sub-windows (columns, K = 20), W = number
+    of workers of the topology (dc-cloud 12, co-dc-cloud 32, full-edge 52), values in [0, 10].
+    ``obs_layout="flat"`` (default, what SB3's checker accepts without warnings): ``Box(0, 10,
+    ((3 W + 16) * K,), float32)``, the tensor flattened row-major (``obs.reshape(3 W + 16, K)``
+    recovers it; :class:`agents.aset_extractor.TimeConvExtractor` does so). ``obs_layout="2d"``:
+    ``Box(0, 10, (3 W + 16, K), float32)``.
+
+    | rows            | feature (per sub-window average)                                           |
+    |-----------------|----------------------------------------------------------------------------|
+    | 0 .. W-1        | streams bound to worker w  x mean fps / capacity of w                      |
+    | W .. 2W-1       | responses delivered per second by w / capacity of w                        |
+    | 2W .. 3W-1      | load L_w (queries/s bound to w) / capacity of w                            |
+    | 3W .. 3W+15     | query rate of live streams per class (4 latency bins x 4 fps bins) / total capacity |
+
+    ## Starting State
+    No live streams; the observation is all zeros. The instance (topology, per-antenna rate phases and
+    application mixes) is kept across resets unless ``options={"resample": True}``,
+    ``options={"instance": inst}`` or ``resample_instance=True``.
+
+    ## Rewards
+    The window's success fraction 1 - (failed + rejected) / queries, in [0, 1] (1 for an empty window).
+
+    ## Episode End
+    Terminated when the window's success fraction falls below ``theta``; truncated after ``horizon``
+    windows (360 = one hour).
+
+    ## Information
+    | key               | meaning                                                                 |
+    |-------------------|-------------------------------------------------------------------------|
+    | action_mask       | int8 ones of length 7 (every policy is always allowed)                  |
+    | window            | number of windows simulated so far                                      |
+    | policy            | name of the policy applied in the window ("" after reset)               |
+    | queries           | queries issued in the window                                            |
+    | success, failed, rejected | fractions of the window's queries (sum to 1)                    |
+    | class_queries     | float64 (5,) queries per application class                              |
+    | class_success, class_failed, class_rejected | float64 (5,) fractions per class (0 where no queries) |
+    | arrivals          | streams that arrived in the window                                      |
+    | rejected_streams  | of which found no feasible worker                                       |
+
+    ## Arguments
+    - ``topology``: "dc-cloud" | "co-dc-cloud" | "full-edge" or the path of a topology YAML file.
+    - ``lam``: clients per minute per antenna, in [1, 200] (60 in training; 100 for the stress test).
+    - ``scenario_overrides``: any field of :class:`envs.aset.generator.Scenario`.
+    - ``instance_seed``: seed of the instance generator; ``resample_instance``: a new instance every reset.
+    - ``horizon``: windows per episode, in [1, 100000]; ``theta``: termination threshold, in [0, 1].
+    - ``obs_layout``: "flat" (default) or "2d" (see Observation Space).
+
+    ## Version History
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        topology: str | Path | Mapping[str, Any] = "full-edge",
+        lam: float = 60.0,
+        scenario_overrides: Mapping[str, Any] | None = None,
+        instance_seed: int = 0,
+        resample_instance: bool = False,
+        horizon: int = 360,
+        theta: float = 0.5,
+        obs_layout: str = "flat",
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None (no rendering)")
+        if isinstance(topology, str) and topology not in TOPOLOGIES and not topology.endswith((".yaml", ".yml")):
+            raise ValueError(
+                f"topology={topology!r} is invalid: expected one of {list(TOPOLOGIES)} or a topology YAML path"
+            )
+        check_in_range("horizon", horizon, 1, 100_000, integer=True)
+        check_in_range("theta", theta, 0.0, 1.0)
+        check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
+        self.obs_layout = check_choice("obs_layout", obs_layout, OBS_LAYOUTS)
+        self.topology = topology
+        self.scenario = Scenario.from_overrides(lam, scenario_overrides)
+        self.horizon = int(horizon)
+        self.theta = float(theta)
+        self.resample_instance = bool(resample_instance)
+        self._instance_rng = np.random.default_rng(instance_seed)
+        self.instance: Instance = build_instance(topology, self.scenario, self._instance_rng)
+        self.action_space = spaces.Discrete(len(POLICY_NAMES))
+        n_rows = WORKER_FEATURES * self.instance.num_workers + NUM_CLASS_BINS
+        shape = (n_rows, self.instance.sub_windows)
+        self.state_shape: tuple[int, int] = shape
+        self.observation_space = spaces.Box(
+            0.0, OBS_HIGH, shape=shape if obs_layout == "2d" else (shape[0] * shape[1],), dtype=np.float32
+        )
+        self.state = State()
+        self.last_result: WindowResult | None = None
+        self._arrival_rng = np.random.default_rng(0)
+        self._choice_rng = np.random.default_rng(1)
+
+    # ------------------------------------------------------------------------------ gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        if "instance" in options:
+            inst = options["instance"]
+            if not isinstance(inst, Instance) or inst.num_workers != self.instance.num_workers:
+                raise ValueError("options['instance'] is invalid: expected an aset Instance with the same workers")
+            self.instance = inst
+        elif options.get("resample", False) or self.resample_instance:
+            self.instance = build_instance(self.topology, self.scenario, self._instance_rng)
+        seeds = self.np_random.integers(0, 2**63 - 1, size=2)
+        self._arrival_rng = np.random.default_rng(int(seeds[0]))
+        self._choice_rng = np.random.default_rng(int(seeds[1]))
+        self.state = State()
+        self.last_result = None
+        return self._observe(None), self._info(None, "")
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        policy = self._check_action(action)
+        result = simulate_window(self.instance, self.state, policy, self._arrival_rng, self._choice_rng)
+        self.last_result = result
+        queries, succeeded, _, _ = result.totals
+        reward = succeeded / queries if queries > 0 else 1.0
+        terminated = bool(reward < self.theta)
+        truncated = bool(self.state.window >= self.horizon and not terminated)
+        obs = self._observe(result)
+        return obs, float(reward), terminated, truncated, self._info(result, POLICY_NAMES[policy])
+
+    def action_masks(self) -> np.ndarray:
+        """All seven policies are always allowed (for uniformity with the masked envs)."""
+        return np.ones(len(POLICY_NAMES), dtype=np.int8)
+
+    # ------------------------------------------------------------------------------ helpers
+    def _observe(self, result: WindowResult | None) -> np.ndarray:
+        tensor = observation_features(self.instance, result)
+        return tensor if self.obs_layout == "2d" else tensor.reshape(-1)
+
+    def _check_action(self, action: Any) -> int:
+        try:
+            value = int(np.asarray(action).item())
+            ok = float(np.asarray(action).item()) == value and 0 <= value < len(POLICY_NAMES)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"action={action!r} is invalid: expected an integer in [0, {len(POLICY_NAMES) - 1}] "
+                f"({', '.join(POLICY_NAMES)})"
+            )
+        return value
+
+    def _info(self, result: WindowResult | None, policy: str) -> dict[str, Any]:
+        n_a = self.instance.num_apps
+        info: dict[str, Any] = {"action_mask": self.action_masks(), "window": self.state.window, "policy": policy}
+        if result is None:
+            zeros = np.zeros(n_a)
+            info.update(
+                queries=0.0, success=1.0, failed=0.0, rejected=0.0, class_queries=zeros,
+                class_success=zeros.copy(), class_failed=zeros.copy(), class_rejected=zeros.copy(),
+                arrivals=0, rejected_streams=0,
+            )
+            return info
+        queries, succeeded, failed, rejected = result.totals
+        denom = queries if queries > 0 else 1.0
+        per_class = np.where(result.app_queries > 0, result.app_queries, 1.0)
+        info.update(
+            queries=queries,
+            success=succeeded / denom if queries > 0 else 1.0,
+            failed=failed / denom,
+            rejected=rejected / denom,
+            class_queries=result.app_queries.copy(),
+            class_success=result.app_succeeded / per_class,
+            class_failed=result.app_failed / per_class,
+            class_rejected=result.app_rejected / per_class,
+            arrivals=result.arrivals,
+            rejected_streams=result.rejected_at_arrival,
+        )
+        return info
