@@ -60,6 +60,8 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
 
 
+#: budget for algos whose config has no ``default_steps`` (custom trainers cap their own wall time).
+CUSTOM_DEFAULT_STEPS = 64_000
 ENV_KEYS = ("name", "id", "kwargs", "reference_policy", "algo_overrides")
 CHOICES = {"device": ("auto", "cpu", "cuda"), "vec_env": ("dummy", "subproc")}
 
@@ -126,6 +128,8 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
     for key, value in _algo_cli_overrides(overrides):
         OmegaConf.update(merged, key, value, merge=True, force_add=True)
     cfg.algo = merged
+    if "default_steps" not in merged and OmegaConf.is_interpolation(cfg, "steps"):
+        cfg.steps = CUSTOM_DEFAULT_STEPS  # custom trainers (contract 5) may not declare a default budget
 
     # top-level keys against the schema (types, unknown keys)
     try:
@@ -182,6 +186,10 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
     env = make_env(prepared.env)
     has_masks = callable(getattr(env.unwrapped, "action_masks", None))
     check_action_space(prepared.spec, env.action_space, str(prepared.env["id"]), has_masks)
+    if prepared.spec.env_ids is not None and str(prepared.env["id"]) not in prepared.spec.env_ids:
+        env.close()
+        raise ValueError(f"algo={prepared.spec.name} trains only on {list(prepared.spec.env_ids)}, "
+                         f"not on {prepared.env['id']}")
     mask_dim = infer_mask_dim(env, prepared.algo.get("mask", "auto")) if prepared.spec.kind == "sb3" else 0
     return env, mask_dim
 

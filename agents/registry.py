@@ -128,6 +128,7 @@ class AlgoSpec:
     action_spaces: tuple[type[spaces.Space], ...] | None  # None = the trainer decides
     loader: str | None = None  # custom trainers: "module:load_policy"
     needs_action_masks_method: bool = False
+    env_ids: tuple[str, ...] | None = None  # custom trainers built for specific envs only
 
     def load_target(self) -> Any:
         return import_path(self.target)
@@ -139,7 +140,7 @@ ALGOS: dict[str, AlgoSpec] = {
     "ppo_mask": AlgoSpec("ppo_mask", "sb3", "sb3_contrib:MaskablePPO", MaskablePPOConfig,
                          (spaces.Discrete, spaces.MultiDiscrete), needs_action_masks_method=True),
     "corais": AlgoSpec("corais", "custom", "agents.corais.trainer:train", None, None,
-                       loader="agents.corais.trainer:load_policy"),
+                       loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0",)),
 }
 
 
@@ -191,10 +192,10 @@ def check_action_space(spec: AlgoSpec, action_space: spaces.Space, env_id: str, 
         return
     valid = [
         name for name, other in ALGOS.items()
-        if other.action_spaces is None or (
+        if (other.env_ids is None or env_id in other.env_ids) and (other.action_spaces is None or (
             isinstance(action_space, other.action_spaces)
             and (has_masks_method or not other.needs_action_masks_method)
-        )
+        ))
     ]
     raise ValueError(
         f"algo={spec.name} does not fit {env_id}: its action space is {action_space}, and {spec.name} "

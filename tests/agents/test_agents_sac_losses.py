@@ -1,0 +1,146 @@
+"""Discrete SAC: the losses against hand computations, and what masks do to them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+
+from agents.sac import (
+    DiscreteSAC,
+    HeadLayout,
+    actor_loss,
+    critic_loss,
+    critic_target,
+    masked_log_softmax,
+    policy_entropy,
+    soft_state_value,
+    target_entropy,
+    temperature_loss,
+)
+
+# One state, three actions, action 2 infeasible. Next-state logits (0, ln 3, 5) -> the feasible
+# probabilities are softmax(0, ln 3) = (1/4, 3/4) and the huge logit of action 2 must not matter.
+NEXT_LOGITS = th.tensor([[[0.0, math.log(3.0), 5.0]]])
+VALID = th.tensor([[[True, True, False]]])
+P = np.array([0.25, 0.75])
+H = float(-(P * np.log(P)).sum())  # entropy of (1/4, 3/4) = 0.5623 nats
+ALPHA = 0.5
+
+
+def test_sac__masked_softmax_gives_zero_probability_to_infeasible_actions():
+    probs, log_probs = masked_log_softmax(NEXT_LOGITS, VALID)
+    assert probs[0, 0].tolist() == pytest.approx([0.25, 0.75, 0.0])
+    assert probs[0, 0, 2].item() == 0.0 and log_probs[0, 0, 2].item() == 0.0  # no -inf, no NaN downstream
+    assert policy_entropy(probs, log_probs).item() == pytest.approx(H)
+
+
+def test_sac__critic_target_matches_hand_computation():
+    probs, log_probs = masked_log_softmax(NEXT_LOGITS, VALID)
+    q1_next = th.tensor([[[1.0, 2.0, 100.0]]])
+    q2_next = th.tensor([[[2.0, 1.0, -100.0]]])
+    min_q = th.min(q1_next, q2_next)  # (1, 1, -100); action 2 is infeasible and must not count
+    value = soft_state_value(probs, log_probs, min_q, ALPHA)
+    hand_value = 0.25 * 1.0 + 0.75 * 1.0 + ALPHA * H
+    assert value.item() == pytest.approx(hand_value)
+    rewards, gamma = th.tensor([[1.0], [1.0]]), 0.9
+    dones = th.tensor([[0.0], [1.0]])
+    target = critic_target(rewards, dones, gamma, value.expand(2))
+    assert target.tolist() == pytest.approx([1.0 + 0.9 * hand_value, 1.0])  # terminal: no bootstrap
+
+
+def test_sac__critic_loss_matches_hand_computation():
+    q1 = th.tensor([[[0.5, 3.0, 9.0]], [[1.0, 1.0, 1.0]]])
+    q2 = th.tensor([[[1.5, 2.0, 9.0]], [[0.0, 4.0, 1.0]]])
+    actions = th.tensor([[1], [0]])
+    target = th.tensor([2.0, -1.0])
+    # taken actions: q1 = (3, 1), q2 = (2, 0); errors q1: (1, 2), q2: (0, 1)
+    hand = 0.5 * ((1.0**2 + 2.0**2) / 2 + (0.0**2 + 1.0**2) / 2)
+    assert critic_loss([q1, q2], actions, target).item() == pytest.approx(hand)
+
+
+def test_sac__actor_and_temperature_losses_match_hand_computation():
+    probs, log_probs = masked_log_softmax(NEXT_LOGITS, VALID)
+    min_q = th.tensor([[[1.0, 3.0, 1000.0]]])  # the infeasible action's Q must be ignored
+    hand_actor = 0.25 * (ALPHA * math.log(0.25) - 1.0) + 0.75 * (ALPHA * math.log(0.75) - 3.0)
+    assert actor_loss(probs, log_probs, min_q, ALPHA).item() == pytest.approx(hand_actor)
+
+    ratio = 0.6
+    target_h = target_entropy(VALID, ratio)
+    assert target_h.item() == pytest.approx(ratio * math.log(2))  # scaled to the 2 feasible actions
+    log_alpha = th.tensor(math.log(ALPHA), requires_grad=True)
+    loss = temperature_loss(log_alpha, policy_entropy(probs, log_probs), target_h)
+    assert loss.item() == pytest.approx(math.log(ALPHA) * (H - ratio * math.log(2)))
+    loss.backward()
+    assert log_alpha.grad.item() == pytest.approx(H - ratio * math.log(2))  # H > target: alpha decreases
+
+
+def test_sac__infeasible_actions_get_no_gradient_and_do_not_change_the_losses():
+    logits = NEXT_LOGITS.clone().requires_grad_(True)
+    probs, log_probs = masked_log_softmax(logits, VALID)
+    q_a = th.tensor([[[1.0, 3.0, -5.0]]])
+    q_b = th.tensor([[[1.0, 3.0, 5e6]]])
+    loss = actor_loss(probs, log_probs, q_a, ALPHA)
+    assert loss.item() == pytest.approx(actor_loss(probs, log_probs, q_b, ALPHA).item())
+    assert soft_state_value(probs, log_probs, q_a, ALPHA).item() == pytest.approx(
+        soft_state_value(probs, log_probs, q_b, ALPHA).item()
+    )
+    loss.backward()
+    assert logits.grad[0, 0, 2].item() == 0.0
+    assert th.isfinite(logits.grad).all()
+
+
+def test_sac__one_feasible_action_has_zero_entropy_target():
+    valid = th.tensor([[[True, False, False]]])
+    probs, log_probs = masked_log_softmax(th.randn(1, 1, 3), valid)
+    assert probs[0, 0].tolist() == [1.0, 0.0, 0.0]
+    assert target_entropy(valid, 0.8).item() == 0.0
+    assert policy_entropy(probs, log_probs).item() == 0.0
+
+
+def test_sac__multidiscrete_heads_are_padded_and_factorised():
+    layout = HeadLayout([2, 3])
+    flat = th.tensor([[10.0, 11.0, 20.0, 21.0, 22.0]])
+    padded = layout.pad(flat)
+    valid = layout.valid_mask(None, 1)
+    assert padded[0, 0, :2].tolist() == [10.0, 11.0] and padded[0, 1].tolist() == [20.0, 21.0, 22.0]
+    assert valid[0].tolist() == [[True, True, False], [True, True, True]]
+    probs, log_probs = masked_log_softmax(th.zeros(1, 2, 3), valid)
+    # joint entropy of two independent uniform heads = log 2 + log 3 = log 6
+    assert policy_entropy(probs, log_probs).item() == pytest.approx(math.log(6))
+    assert target_entropy(valid, 0.5).item() == pytest.approx(0.5 * math.log(6))
+    # a head whose mask is all zero falls back to all of its actions
+    flat_mask = th.tensor([[False, False, True, False, True]])
+    assert layout.valid_mask(flat_mask, 1)[0].tolist() == [[True, True, False], [True, False, True]]
+
+
+def test_sac__policy_never_picks_a_masked_action():
+    import gymnasium as gym
+
+    class MaskOnlyEnv(gym.Env):
+        observation_space = spaces.Box(0.0, 1.0, (6,), np.float32)
+        action_space = spaces.Discrete(4)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.zeros(6, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(6, np.float32), 0.0, True, False, {}
+
+    model = DiscreteSAC("MlpPolicy", MaskOnlyEnv(), mask_dim=4, seed=0, device="cpu",
+                        policy_kwargs={"net_arch": [16]})
+    rng = np.random.default_rng(0)
+    obs = rng.random((500, 6)).astype(np.float32)
+    mask = rng.random((500, 4)) < 0.5
+    mask[:, 0] = True
+    obs[:, 2:] = mask
+    for deterministic in (True, False):
+        actions, _ = model.predict(obs, deterministic=deterministic)
+        assert mask[np.arange(500), actions].all()
+    with th.no_grad():
+        probs, _, _ = model.policy.distribution(th.as_tensor(obs))
+    assert (probs[:, 0][~th.as_tensor(mask)] == 0).all()
