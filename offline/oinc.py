@@ -194,22 +194,30 @@ class RandomPolicy:
         return self.rng.integers(0, self.nvec).astype(np.int64)
 
 
-@register_policy(ENV_ID, "greedy")
+def _register(name: str):
+    """register_policy, except when this file runs as ``__main__`` (``python -m offline.oinc``), where
+    the registry's own import of offline.oinc registers the policies."""
+    if __name__ == "__main__":
+        return lambda factory: factory
+    return register_policy(ENV_ID, name)
+
+
+@_register("greedy")
 def _greedy(env: gym.Env, **kwargs: Any) -> GreedyPolicy:
     return GreedyPolicy()
 
 
-@register_policy(ENV_ID, "liu")
+@_register("liu")
 def _liu(env: gym.Env, passes: int = 2, **kwargs: Any) -> LiuPolicy:
     return LiuPolicy(passes=passes)
 
 
-@register_policy(ENV_ID, "nearest")
+@_register("nearest")
 def _nearest(env: gym.Env, **kwargs: Any) -> NearestPolicy:
     return NearestPolicy()
 
 
-@register_policy(ENV_ID, "random")
+@_register("random")
 def _random(env: gym.Env, **kwargs: Any) -> RandomPolicy:
     return RandomPolicy()
 
@@ -253,6 +261,17 @@ def resolve_pair(name: str, model: str | None) -> tuple[str, str, str | None, st
     return name, controller, inference, note
 
 
+def _plain(value: Any) -> Any:
+    """Plain dicts/lists from OmegaConf containers (or any Mapping/Sequence) for the env constructor."""
+    from collections.abc import Mapping
+
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+        return [_plain(v) for v in value]
+    return value
+
+
 def _episode_seed(seed: int, instance: int, episode: int) -> int:
     return 1_000_003 * (seed + instance) + episode
 
@@ -279,7 +298,7 @@ def evaluate_policies(
     """
     if instances < 1 or episodes < 1:
         raise ValueError(f"instances={instances}, episodes={episodes} are invalid: expected integers >= 1")
-    kwargs = dict(env_kwargs)
+    kwargs = _plain(env_kwargs)
     kwargs.pop("retraining", None)
     kwargs.pop("instance_seed", None)
     out_dir = pathlib.Path(out_dir)
@@ -338,3 +357,49 @@ def evaluate_policies(
             writer.writeheader()
             writer.writerows(episode_rows)
     return rows
+
+
+def markdown_table(rows: list[dict], with_paper: bool = True) -> str:
+    """Rows of :func:`evaluate_policies` as a markdown table (mean ± ci95), with the paper's Table II."""
+    head = "| policy | inference | retraining | inference s | retraining s | weighted sum | success rate |"
+    lines = [head + (" paper (inf / ret) |" if with_paper else ""), "|" + "---|" * (7 + with_paper)]
+    for r in rows:
+        cells = [r["policy"], r["inference"], r["retraining"]]
+        for m, fmt in zip(METRICS, (".3f", ".1f", ".1f", ".3f")):
+            cells.append(f"{r[m]:{fmt}} ± {r[m + '_ci95']:{fmt}}")
+        if with_paper:
+            paper = PAPER_TABLE2.get(r["policy"])
+            cells.append(f"{paper[0]:.3f} / {paper[1]:.1f}" if paper else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m offline.oinc``: Table II on the default scenario (markdown + summary.csv)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="OINC-v0 Table II: the seven (inference, retraining) pairs")
+    parser.add_argument("--policies", default=",".join(TABLE2))
+    parser.add_argument("--instances", type=int, default=5)
+    parser.add_argument("--episodes", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--env-kwargs", default="{}", help='JSON, e.g. \'{"scenario": "paper_mb"}\'')
+    parser.add_argument("--model", default=None, help="trained run folder for oinc / A_inf")
+    parser.add_argument("--out", default="results/oinc_table2")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out)
+    rows = evaluate_policies(json.loads(args.env_kwargs), args.policies.split(","), instances=args.instances,
+                             episodes=args.episodes, seed=args.seed, out_dir=out, model=args.model)
+    print(markdown_table(rows))
+    with (out / "summary.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(out)
+
+
+if __name__ == "__main__":
+    import offline.oinc
+
+    offline.oinc.main()

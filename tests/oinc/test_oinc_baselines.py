@@ -196,3 +196,16 @@ def test_oinc_trace__bad_files_raise(tmp_path: pathlib.Path) -> None:
         load_trace_csv(bad, 5)
     with pytest.raises(ValueError, match="trace_path"):
         load_trace_csv(tmp_path / "absent.csv", 5)
+
+
+def test_oinc_evaluate__command_line_writes_summary_csv(tmp_path: pathlib.Path, capsys) -> None:
+    from offline.oinc import main
+
+    main(["--env-kwargs", '{"scenario": "tiny"}', "--instances", "1", "--episodes", "1", "--policies",
+          "ekya,liu_aret", "--out", str(tmp_path)])
+    with (tmp_path / "summary.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["policy"] for r in rows] == ["ekya", "liu_aret"]
+    for m in METRICS:
+        assert m in rows[0] and f"{m}_ci95" in rows[0]
+    assert "| ekya |" in capsys.readouterr().out
