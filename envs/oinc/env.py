@@ -90,7 +90,8 @@ class OINCEnv(gym.Env):
     ``success_rate`` ((tasks meeting the SLO + jobs meeting the deadline) / (tasks + jobs)),
     ``slo_hit_rate``, ``deadline_hit_rate``, ``jobs_total``, ``jobs_finished_in_horizon``,
     ``jobs_censored``, ``drain_slots``, ``paused_fraction`` (paused edge-slots over edge-slots that ran
-    retraining).
+    retraining). The attribute ``last_allocation`` holds the last slot's ``edge``, ``compute_share``
+    (z_ij, the whole edge on a paused edge), ``bandwidth_share`` and ``paused`` arrays.
 
     ## Arguments
 
@@ -188,6 +189,7 @@ class OINCEnv(gym.Env):
         self._paused_slots = 0
         self._running_slots = 0
         self._finished_in_horizon = 0
+        self.last_allocation: dict[str, np.ndarray] = {}
         arrived = self._begin_slot()
         info = {"t": 0, "jobs_arrived": arrived, "retraining_share_mean": float(self._share.mean())}
         return self._observation(), info
@@ -198,8 +200,13 @@ class OINCEnv(gym.Env):
         if self.t >= self.scenario.horizon:
             raise RuntimeError("episode is over (truncated); call reset()")
         action = np.asarray(action)
-        if not self.action_space.contains(action.astype(self.action_space.dtype, copy=False)) or action.shape != (
-            self.action_space.shape
+        integral = np.issubdtype(action.dtype, np.integer) or (
+            np.issubdtype(action.dtype, np.floating) and np.all(np.isfinite(action)) and np.all(action == np.rint(action))
+        )
+        if (
+            not integral
+            or action.shape != self.action_space.shape
+            or not self.action_space.contains(action.astype(self.action_space.dtype))
         ):
             raise ValueError(
                 f"action={action!r} is invalid: expected an integer array of shape {self.action_space.shape} "
@@ -260,6 +267,8 @@ class OINCEnv(gym.Env):
             )
             if paused.any():
                 latency = np.where(paused[edge], latency_full, latency)
+        compute_share = z_frac * np.where(paused, 1.0, inference_share)[edge]
+        self.last_allocation = {"edge": edge, "compute_share": compute_share, "bandwidth_share": v, "paused": paused}
         return latency, paused, running
 
     def _begin_slot(self) -> int:

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 import envs  # noqa: F401  (registers the ids)
 from envs.common.radio import CHANNEL_PRESETS, shannon_rate_bps
-from envs.oinc import dynamics as dyn
 from envs.oinc.env import OINCEnv
 from envs.oinc.generator import PRESETS, SWEEPS, Scenario, make_scenario
 from envs.oinc.retraining import CONTROLLERS
@@ -55,20 +54,21 @@ def test_oinc_v0__any_action_yields_feasible_shares(seed: int, ctrl: str, steps:
     n_i, n_j = env.instance.num_devices, env.instance.num_edges
     for _ in range(steps):
         action = rng.integers(0, env.action_space.nvec)
-        plan = action.reshape(n_i, 3)
-        edge = plan[:, 0]
-        z_frac, v = dyn.shares_from_levels(edge, plan[:, 1], plan[:, 2], n_j)
-        f_t = env.inference_share
+        f_t = env.inference_share.copy()
+        share = env.controller.share.copy()
         assert np.all((f_t >= 0.1 - 1e-12) & (f_t <= 1.0))
-        z = z_frac * f_t[edge]
+        assert np.all((share >= 0.0) & (share <= 0.9 + 1e-12))
+        _, _, _, truncated, _ = env.step(action)
+        alloc = env.last_allocation
+        edge, z, v, paused = alloc["edge"], alloc["compute_share"], alloc["bandwidth_share"], alloc["paused"]
+        assert edge.shape == (n_i,) and np.all(edge == action.reshape(n_i, 3)[:, 0])  # (1b): one edge per task
         assert np.all(z > 0) and np.all(v > 0)
         z_sum = np.bincount(edge, weights=z, minlength=n_j)
         v_sum = np.bincount(edge, weights=v, minlength=n_j)
-        assert np.all(z_sum <= f_t + 1e-9)  # (3a)
+        assert np.all(z_sum <= np.where(paused, 1.0, f_t) + 1e-9)  # (3a); a paused edge is all inference
         assert np.all(v_sum <= 1.0 + 1e-9)  # (1c)
-        assert edge.shape == (n_i,) and np.all((edge >= 0) & (edge < n_j))  # (1b): one edge per task
-        assert np.all(env.controller.share >= 0.0) and np.all(env.controller.share <= 0.9 + 1e-12)
-        _, _, _, truncated, _ = env.step(action)
+        retraining = np.where(paused, 0.0, share)
+        assert np.all(z_sum + retraining <= 1.0 + 1e-9)  # (1f)
         if truncated:
             break
 
@@ -236,6 +236,23 @@ def test_oinc_v0__action_outside_space_raises() -> None:
         env.step(np.array([2, 0, 0, 0, 0, 0, 0, 0, 0]))  # edge 2 does not exist (J = 2)
     with pytest.raises(ValueError, match="action"):
         env.step(np.zeros(4, dtype=np.int64))
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.full(9, 0.5))
+    env.step(np.zeros(9))  # integral floats are accepted
+
+
+def test_oinc_v0__deepcopy_continues_identically() -> None:
+    import copy
+
+    env = OINCEnv(scenario="tiny")
+    env.reset(seed=3)
+    env.step(np.zeros(9, dtype=np.int64))
+    twin = copy.deepcopy(env)
+    action = np.array([1, 2, 3, 0, 0, 1, 1, 3, 2])
+    for _ in range(5):
+        a = env.step(action)
+        b = twin.step(action)
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1]
 
 
 def test_oinc_v0__presets_and_sweeps_are_valid() -> None:
