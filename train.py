@@ -379,7 +379,8 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         StopOnInterrupt(interrupt),
     ])
     with interrupt:
-        model.learn(total_timesteps=prepared.steps, callback=callbacks, progress_bar=bool(top.progress))
+        model.learn(total_timesteps=prepared.steps, callback=callbacks, log_interval=1,
+                    progress_bar=bool(top.progress))
     if interrupt.requested:
         checkpoint = run_dir / "checkpoints" / f"model_interrupted_{model.num_timesteps}_steps.zip"
         model.save(checkpoint)

@@ -1,0 +1,156 @@
+"""train.py end to end on UEC-v0 (subprocess smoke runs, SIGINT), save/load, seeding."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
+
+import envs  # noqa: F401  (registers UEC-v0)
+from agents.dqn import MaskedDQN
+from agents.loading import load_run_policy
+from agents.masking import infer_mask_dim
+from agents.sac import DiscreteSAC
+from offline.protocol import run_episode
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ["algo.learning_starts=100", "algo.batch_size=32", "algo.policy_kwargs.net_arch=[32,32]",
+         "eval.episodes=2", "eval.freq=150", "checkpoint_freq=200", "progress=false"]
+
+
+def train_cli(args: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "train.py", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory) -> dict[str, tuple[Path, list[str]]]:
+    """`train.py env=uec-v0 algo=<sac|dqn> steps=300` once per algo, run side by side."""
+    out = tmp_path_factory.mktemp("runs")
+    procs = {algo: train_cli(["env=uec-v0", f"algo={algo}", "steps=300", f"out={out}", *SMALL])
+             for algo in ("sac", "dqn")}
+    results = {}
+    for algo, proc in procs.items():
+        stdout, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stdout
+        lines = stdout.strip().splitlines()
+        results[algo] = (Path(lines[-2].removeprefix("run folder: ")), lines)
+    return results
+
+
+@pytest.mark.parametrize("algo", ["sac", "dqn"])
+def test_train__uec_smoke_run_writes_a_complete_run_folder(smoke_runs, algo: str):
+    run_dir, lines = smoke_runs[algo]
+    assert run_dir.name.startswith(f"uec-v0__{algo}__0__")
+    assert lines[-1] == f"tensorboard --logdir {run_dir.parent}"
+    for name in ("config.yaml", "model.zip", "eval.csv", "progress.csv", "train.log", "checkpoints/model_200_steps.zip"):
+        assert (run_dir / name).is_file(), name
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir)).Reload()
+    tags = events.Tags()["scalars"]
+    assert {"eval/mean_reward", "env/episode_profit", "rollout/ep_rew_mean", "time/fps"} <= set(tags)
+    assert events.Scalars("eval/mean_reward")[-1].step == 300  # x-axis = env steps
+
+
+@pytest.mark.parametrize("algo", ["sac", "dqn"])
+def test_train__loaded_run_is_a_policy_that_only_takes_feasible_actions(smoke_runs, algo: str):
+    run_dir, _ = smoke_runs[algo]
+    env = gym.make("UEC-v0")
+    policy = load_run_policy(run_dir, env)
+    result = run_episode(env, policy, seed=5, keep_step_infos=True)
+    assert result.decisions > 0
+    assert not any(info["invalid_action"] for info in result.step_infos)
+    again = run_episode(env, load_run_policy(run_dir, env), seed=5)
+    assert again.total_reward == result.total_reward
+
+
+def test_train__sigint_saves_a_checkpoint_and_flushes_the_logs(tmp_path):
+    proc = train_cli(["env=uec-v0", "algo=sac", "steps=1000000", f"out={tmp_path}", *SMALL])
+    assert proc.stdout is not None
+    lines = []
+    deadline = time.monotonic() + 240
+    for line in proc.stdout:  # wait until training is under way (first evaluation after learning starts)
+        lines.append(line)
+        if "step 15" in line or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert proc.returncode == 130, output
+    run_dir = next(tmp_path.glob("uec-v0__sac__*"))
+    checkpoints = list((run_dir / "checkpoints").glob("model_interrupted_*_steps.zip"))
+    assert checkpoints and (run_dir / "model.zip").is_file(), output
+    assert f"run folder: {run_dir}" in output
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir)).Reload()
+    assert events.Scalars("eval/mean_reward")  # flushed before exiting
+    DiscreteSAC.load(checkpoints[0])  # the checkpoint is a loadable model
+
+
+def _small(cls, env: gym.Env, seed: int):
+    kwargs = dict(learning_starts=100, batch_size=32, seed=seed, device="cpu", mask_dim=infer_mask_dim(env),
+                  policy_kwargs={"net_arch": [32, 32]})
+    if cls is MaskedDQN:
+        kwargs.update(train_freq=1, target_update_interval=50)
+    return cls("MlpPolicy", env, **kwargs)
+
+
+class _Recorder(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[int] = []
+
+    def _on_step(self) -> bool:
+        self.actions.append(int(self.locals["actions"][0]))
+        return True
+
+
+class _RecordingLogger(Logger):
+    def __init__(self) -> None:
+        super().__init__(folder=None, output_formats=[])
+        self.history: list[tuple[str, float]] = []
+
+    def record(self, key, value, exclude=None) -> None:
+        if key.startswith("train/"):
+            self.history.append((key, float(value)))
+        super().record(key, value, exclude)
+
+
+@pytest.mark.parametrize("cls", [DiscreteSAC, MaskedDQN])
+def test_train__same_seed_gives_identical_actions_and_losses(cls):
+    runs = []
+    for _ in range(2):
+        model = _small(cls, gym.make("UEC-v0"), seed=3)
+        logger, recorder = _RecordingLogger(), _Recorder()
+        model.set_logger(logger)
+        model.learn(300, callback=recorder)
+        runs.append((recorder.actions, logger.history))
+    assert runs[0][0] == runs[1][0] and len(runs[0][0]) == 300
+    assert runs[0][1] == runs[1][1] and any(k.endswith("loss") for k, _ in runs[0][1])
+    other = _small(cls, gym.make("UEC-v0"), seed=4)
+    recorder = _Recorder()
+    other.learn(150, callback=recorder)
+    assert recorder.actions != runs[0][0][:150]
+
+
+@pytest.mark.parametrize("cls", [DiscreteSAC, MaskedDQN])
+def test_train__save_load_round_trip_gives_identical_deterministic_actions(cls, tmp_path):
+    env = gym.make("UEC-v0")
+    model = _small(cls, env, seed=0)
+    model.learn(200)
+    model.save(tmp_path / "model")
+    loaded = cls.load(tmp_path / "model.zip", device="cpu")
+    obs = np.stack([env.reset(seed=s)[0] for s in range(50)])
+    assert np.array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    assert loaded.mask_dim == model.mask_dim == env.action_space.n
