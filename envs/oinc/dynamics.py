@@ -200,9 +200,29 @@ def largest_density(weights: np.ndarray, times: np.ndarray) -> int:
     return int(np.argmax(weights / times))
 
 
-def weighted_completion(
-    order_times: np.ndarray, order_weights: np.ndarray, start_s: float = 0.0
-) -> tuple[np.ndarray, float]:
-    """Completion times of jobs run back to back in the given order, and sum_k l_k · completion_k."""
-    finish = start_s + np.cumsum(order_times)
-    return finish, float(np.sum(order_weights * finish))
+def back_to_back_finish(group: np.ndarray, order_key: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Finish offsets of jobs run back to back within each group (edge) in increasing ``order_key``
+    (e.g. deadlines for EDF); jobs are given in any order, offsets are returned in that order."""
+    if group.size == 0:
+        return np.zeros(0)
+    order = np.lexsort((order_key, group))
+    g_sorted, t_sorted = group[order], times[order]
+    csum = np.cumsum(t_sorted)
+    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
+    offset = np.repeat(csum[starts] - t_sorted[starts], np.diff(np.r_[starts, group.size]))
+    finish = np.empty(group.size)
+    finish[order] = csum - offset
+    return finish
+
+
+def run_slot(remaining: np.ndarray, rate_hz: np.ndarray, slot_start_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One slot of retraining at ``rate_hz`` (u_kj f_j): (remaining after, finished mask, finish times).
+
+    A job finishes when its remaining workload reaches 0; its completion time is the exact instant within
+    the slot, slot_start + remaining / rate (b_k of Sec. III-C, fractional).
+    """
+    after = remaining - rate_hz * SLOT_S
+    done = (after <= 0) & (rate_hz > 0)
+    finish = np.full(remaining.shape, np.nan)
+    finish[done] = slot_start_s + remaining[done] / rate_hz[done]
+    return np.maximum(after, 0.0), done, finish

@@ -214,3 +214,9 @@ def make_scenario(preset: str = "paper", **overrides: Any) -> Scenario:
         if isinstance(value, list):
             params[key] = tuple(value)
     return Scenario(**params)
+
+
+def sweep_scenarios(name: str, preset: str = "paper") -> list[tuple[Any, Scenario]]:
+    """The scenarios of one of the paper's sweeps (``SWEEPS``) as (swept value, Scenario) pairs."""
+    field, values = SWEEPS[check_choice("sweep", name, SWEEPS)]
+    return [(value, make_scenario(preset, **{field: value})) for value in values]

@@ -110,12 +110,10 @@ class RetrainingController:
             self._release_idle_edges()
             return chosen
         rate = self.share[edges] * self.cpu_hz[edges] * ~paused[edges]
-        before = self.jobs.remaining[chosen]
-        after = before - rate * dyn.SLOT_S
-        done = (after <= 0) & (rate > 0)
-        self.jobs.remaining[chosen] = np.maximum(after, 0.0)
+        after, done, finish = dyn.run_slot(self.jobs.remaining[chosen], rate, t * dyn.SLOT_S)
+        self.jobs.remaining[chosen] = after
         finished = chosen[done]
-        self.jobs.finish_s[finished] = t * dyn.SLOT_S + before[done] / rate[done]
+        self.jobs.finish_s[finished] = finish[done]
         self._release_idle_edges()
         return finished
 
@@ -344,7 +342,7 @@ class DedasRetraining(WeightSplitRetraining):
             e = self.jobs.edge[q]
             times = self.jobs.remaining[q] / rate[e]
             deadline = self.jobs.deadline_s[q]
-            finish_q = now + self._edf_finish(e, times, deadline)
+            finish_q = now + dyn.back_to_back_finish(e, deadline, times)
             ahead = deadline <= self.jobs.deadline_s[k]
             own = self.jobs.remaining[k] / rate
             finish_new = now + np.bincount(e[ahead], weights=times[ahead], minlength=self.num_edges) + own
@@ -352,20 +350,6 @@ class DedasRetraining(WeightSplitRetraining):
             lost = (finish_q <= deadline) & (finish_q + own[e] > deadline) & behind
             score = (finish_new <= self.jobs.deadline_s[k]) - np.bincount(e[lost], minlength=self.num_edges)
             self.jobs.edge[k] = int(np.lexsort((finish_new, -score))[0])
-
-    @staticmethod
-    def _edf_finish(edge: np.ndarray, times: np.ndarray, deadline: np.ndarray) -> np.ndarray:
-        """Finish offsets of queued jobs run back to back in EDF order on their edges."""
-        if edge.size == 0:
-            return np.zeros(0)
-        order = np.lexsort((deadline, edge))
-        e_sorted, t_sorted = edge[order], times[order]
-        csum = np.cumsum(t_sorted)
-        starts = np.flatnonzero(np.r_[True, e_sorted[1:] != e_sorted[:-1]])
-        offset = np.repeat(csum[starts] - t_sorted[starts], np.diff(np.r_[starts, edge.size]))
-        finish = np.empty(edge.size)
-        finish[order] = csum - offset
-        return finish
 
     def priority(self, idx: np.ndarray, t: int) -> np.ndarray:
         return -self.jobs.deadline_s[idx]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import envs  # noqa: F401  (registers the ids)
 from envs.common.radio import CHANNEL_PRESETS, shannon_rate_bps
 from envs.oinc.env import OINCEnv
-from envs.oinc.generator import PRESETS, SWEEPS, Scenario, make_scenario
+from envs.oinc.generator import PRESETS, SWEEPS, Scenario, make_scenario, sweep_scenarios
 from envs.oinc.retraining import CONTROLLERS
 
 
@@ -258,6 +258,9 @@ def test_oinc_v0__deepcopy_continues_identically() -> None:
 def test_oinc_v0__presets_and_sweeps_are_valid() -> None:
     for preset in PRESETS:
         make_scenario(preset)
-    for field, values in SWEEPS.values():
-        for value in values:
-            make_scenario("paper", **{field: value})
+    for name, (field, values) in SWEEPS.items():
+        pairs = sweep_scenarios(name)
+        assert [v for v, _ in pairs] == values
+        assert all(getattr(sc, field) == v for v, sc in pairs)
+    with pytest.raises(ValueError, match="sweep"):
+        sweep_scenarios("latency")

@@ -86,6 +86,17 @@ def test_oinc_alg5__sequencing_runs_largest_density_first() -> None:
     assert dyn.largest_density(np.array([0.1, 0.05, 0.2]), np.array([3.0, 1.0, 10.0])) == 1
 
 
+def test_oinc_dynamics__back_to_back_finish_by_hand() -> None:
+    group = np.array([1, 0, 1, 0, 1])
+    key = np.array([5.0, 2.0, 1.0, 1.0, 9.0])
+    times = np.array([2.0, 3.0, 4.0, 1.0, 0.5])
+    # edge 0: key 1 (t = 1) then key 2 (t = 3) -> 1, 4; edge 1: key 1 (4), key 5 (2), key 9 (0.5) -> 4, 6, 6.5
+    assert dyn.back_to_back_finish(group, key, times).tolist() == [6.0, 4.0, 4.0, 1.0, 6.5]
+    after, done, finish = dyn.run_slot(np.array([1e9, 3e9, 1e9]), np.array([2e9, 2e9, 0.0]), 7.0)
+    assert after.tolist() == [0.0, 1e9, 1e9] and done.tolist() == [True, False, False]
+    assert finish[0] == pytest.approx(7.5) and np.isnan(finish[1:]).all()
+
+
 def test_oinc_alg5__completion_times_on_two_edges_three_jobs() -> None:
     jobs = Jobs.empty(4)
     # edge 0: J1 1.5 Gcycles (h = 3 s), J2 0.5 Gcycles (h = 1 s), both D = 10; edge 1: J3 1.25 Gcycles
