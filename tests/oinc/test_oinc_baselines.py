@@ -65,6 +65,38 @@ def test_oinc_greedy__level_mapping_recovers_power_of_two_ratios() -> None:
     assert dyn.levels_for_shares(np.array([0.99, 0.01]), np.array([0, 0]), 1).tolist() == [3, 0]
 
 
+def test_oinc_greedy__level_mapping_is_near_the_best_discrete_levels() -> None:
+    import itertools
+
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(150):
+        n = int(rng.integers(2, 6))
+        cost = rng.uniform(0.5, 2.0, n) ** rng.choice([1, 4])
+        group = np.zeros(n, dtype=np.int64)
+        shares = np.sqrt(cost) / np.sqrt(cost).sum()
+
+        def objective(levels: np.ndarray, cost: np.ndarray = cost) -> float:
+            w = dyn.LEVEL_WEIGHTS[np.asarray(levels)]
+            return float(np.sum(cost / (w / w.sum())))
+
+        best = min(objective(np.array(lv)) for lv in itertools.product(range(4), repeat=n))
+        tuned = objective(dyn.levels_for_shares(shares, group, 1, cost))
+        plain = objective(dyn.levels_for_shares(shares, group, 1))
+        assert tuned <= plain + 1e-12
+        worst = max(worst, tuned / best - 1)
+    assert worst < 0.014
+    # several edges at once give the same levels as one edge at a time
+    group = np.array([0, 1, 0, 1, 1])
+    cost = np.array([1.0, 3.0, 5.0, 0.2, 9.0])
+    shares = np.sqrt(cost) / np.bincount(group, weights=np.sqrt(cost))[group]
+    joint = dyn.levels_for_shares(shares, group, 2, cost)
+    for g in (0, 1):
+        sel = group == g
+        alone = dyn.levels_for_shares(shares[sel], np.zeros(sel.sum(), dtype=np.int64), 1, cost[sel])
+        assert joint[sel].tolist() == alone.tolist()
+
+
 def _liu_objective(env: OINCEnv, edge: np.ndarray) -> float:
     inst = env.instance
     d, c = env.current_tasks
