@@ -364,7 +364,8 @@ def evaluate_policies(
     paper's Gurobi(10s); lower it for quick CPU runs) or, with ``reference="corais_1k"`` (Table V), any
     name in ``policies``. Instances where the reference has no incumbent are left out of every gap;
     a time-limited exact policy's gap/cost/time are over the instances it solved (``solved_share``).
-    Writes ``out_dir/corais_per_instance.csv``. ``policy_kwargs`` maps a name to factory kwargs
+    Writes ``out_dir/corais_per_instance.csv`` and ``out_dir/corais_per_edge.csv`` (mean requests and
+    response time per edge and policy: Table VI's EReqN / LCost). ``policy_kwargs`` maps a name to factory kwargs
     (e.g. ``{"corais_greedy": {"run_dir": "runs/..."}}``).
     """
     from offline.protocol import run_episode
@@ -382,6 +383,7 @@ def evaluate_policies(
     reference_policy = ExactPolicy(time_limit=exact_time_limit) if reference == "exact" else made[reference]
 
     records: list[dict[str, Any]] = []
+    per_edge: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     iterator: Any = range(instances)
     if progress:
         from tqdm import tqdm
@@ -391,23 +393,27 @@ def evaluate_policies(
         inst_seed = seed + k
         # the reference (solved once per instance; reused for an identical exact policy in the list)
         ref_cost = np.nan
-        cached: dict[str, tuple[float, float, bool]] = {}
+        cached: dict[str, tuple[dict[str, Any], float, bool]] = {}
         if reference == "exact":
             res = run_episode(env, reference_policy, seed=inst_seed, time_decisions=True)
             ok = reference_policy.solved
             ref_cost = res.final_info["cost"] if ok else np.nan
-            cached[reference_policy.name] = (res.final_info["cost"], res.decision_seconds[0], ok)
+            cached[reference_policy.name] = (res.final_info, res.decision_seconds[0], ok)
         for name, policy in made.items():
             for e in range(episodes):
                 pol_name = getattr(policy, "name", name)
                 if e == 0 and isinstance(policy, ExactPolicy) and pol_name in cached:
-                    cost, secs, ok = cached[pol_name]
+                    final, secs, ok = cached[pol_name]
                 else:
                     res = run_episode(
                         env, policy, seed=inst_seed, policy_seed=inst_seed * 1000 + e, time_decisions=True
                     )
-                    cost, secs = res.final_info["cost"], res.decision_seconds[0]
+                    final, secs = res.final_info, res.decision_seconds[0]
                     ok = policy.solved if isinstance(policy, ExactPolicy) else True
+                cost = final["cost"]
+                per_edge.setdefault(name, []).append(
+                    (final["requests_per_edge"].astype(float), final["edge_times"])
+                )
                 records.append(
                     {"policy": name, "instance": k, "seed": inst_seed, "episode": e, "cost": cost,
                      "seconds": secs, "solved": ok}
@@ -423,6 +429,15 @@ def evaluate_policies(
         writer = csv.DictWriter(fh, fieldnames=list(records[0]))
         writer.writeheader()
         writer.writerows(records)
+
+    with open(out_dir / "corais_per_edge.csv", "w", newline="") as fh:  # Table VI's EReqN and LCost
+        writer = csv.writer(fh)
+        writer.writerow(["policy", "edge", "requests_mean", "edge_time_mean"])
+        for name, pairs in per_edge.items():
+            counts = np.mean([c for c, _ in pairs], axis=0)
+            times = np.mean([t for _, t in pairs], axis=0)
+            for j in range(counts.size):
+                writer.writerow([name, j, f"{counts[j]:.4f}", f"{times[j]:.6f}"])
 
     rows = []
     for name in policies:

@@ -133,29 +133,20 @@ def response_times(tables: CostTables, actions: np.ndarray) -> tuple[np.ndarray,
     if acts.ndim != 3 or acts.shape[0] != b or acts.shape[2] != z:
         raise ValueError(f"actions must have shape (B={b}, S, Z={z}), got {acts.shape}")
     s = acts.shape[1]
-    # gather the chosen per-request terms: flat index into (B, Z*Q)
-    flat = (np.arange(z, dtype=np.int64) * q)[None, None, :] + acts
-    rows = np.arange(b)[:, None, None]
-    cmp_sel = cmp.reshape(b, z * q)[rows, flat]
-    trn_sel = np.asarray(tables.trn).reshape(b, z * q)[rows, flat]
-    res_sel = np.asarray(tables.res).reshape(b, z * q)[rows, flat]
-    is_local = acts == np.asarray(tables.src)[:, None, :]
-    # segment reductions per (instance, decision, edge)
+    # gather the chosen per-request terms: flat index into the (B * Z * Q) tables
+    idx = ((np.arange(b, dtype=np.int64) * (z * q))[:, None, None]
+           + (np.arange(z, dtype=np.int64) * q)[None, None, :] + acts).ravel()
+    cmp_sel = cmp.ravel()[idx]
+    trn_sel = np.asarray(tables.trn).ravel()[idx]
+    res_sel = np.asarray(tables.res).ravel()[idx]
+    is_local = (acts == np.asarray(tables.src)[:, None, :]).ravel()
+    # segment reductions per (instance, decision, edge); compute sums split local / non-local at once
     seg = ((np.arange(b * s, dtype=np.int64) * q).reshape(b, s, 1) + acts).ravel()
     size = b * s * q
-    local_cmp = np.bincount(seg, weights=np.where(is_local, cmp_sel, 0.0).ravel(), minlength=size)
-    in_cmp = np.bincount(seg, weights=np.where(is_local, 0.0, cmp_sel).ravel(), minlength=size)
-    trn_max = _segment_max_np(seg, trn_sel.ravel(), size)
-    res_max = _segment_max_np(seg, res_sel.ravel(), size)
-    shape = (b, s, q)
-    t = _edge_times(
-        np,
-        np.asarray(tables.workload)[:, None, :, :],
-        local_cmp.reshape(shape),
-        in_cmp.reshape(shape),
-        trn_max.reshape(shape),
-        res_max.reshape(shape),
-    )
+    sums = np.bincount(seg * 2 + is_local, weights=cmp_sel, minlength=2 * size).reshape(b, s, q, 2)
+    trn_max = _segment_max_np(seg, trn_sel, size).reshape(b, s, q)
+    res_max = _segment_max_np(seg, res_sel, size).reshape(b, s, q)
+    t = _edge_times(np, np.asarray(tables.workload)[:, None, :, :], sums[..., 1], sums[..., 0], trn_max, res_max)
     return t.max(axis=-1), t
 
 

@@ -1,0 +1,88 @@
+"""Throughput of the batched CoRaiS cost R(pi) (numpy and torch), exact-solver time and decision latency.
+
+    python benchmarks/corais_cost.py                 # cost evaluations per second at (10, 5, 100)
+    python benchmarks/corais_cost.py --latency       # + MILP solve time and CoRaiS greedy / 1k decision time
+
+Prints figures only (never asserted in tests). One "evaluation" = R(pi) of one full dispatch of Z requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+
+def _rate(fn, decisions: int, seconds: float) -> float:
+    fn()  # warm-up
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        done += decisions
+    return done / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=int, nargs=3, default=(10, 5, 100), metavar=("N", "Q", "Z"))
+    parser.add_argument("--instances", type=int, default=10, help="B stacked instances")
+    parser.add_argument("--samples", type=int, default=1000, help="S decisions per instance")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--latency", action="store_true", help="also time the MILP and the CoRaiS policy")
+    args = parser.parse_args()
+
+    import torch
+
+    from envs.corais.dynamics import response_times, response_times_torch, stack_tables, tables_to_torch
+    from envs.corais.generator import generate, make_scenario
+
+    scenario = make_scenario(tuple(args.scale))
+    rng = np.random.default_rng(0)
+    insts = [generate(scenario, rng) for _ in range(args.instances)]
+    tables = stack_tables([i.tables for i in insts])
+    _, q, z = scenario.scale
+    acts = rng.integers(0, q, size=(args.instances, args.samples, z))
+    decisions = args.instances * args.samples
+    print(f"CoRaiS batched cost at scale {scenario.scale}: {args.instances} instances x {args.samples} decisions")
+    rate_np = _rate(lambda: response_times(tables, acts), decisions, args.seconds)
+    print(f"  numpy             : {rate_np:12,.0f} evaluations/s")
+    for dtype in (torch.float64, torch.float32):
+        tt = tables_to_torch(tables, dtype=dtype)
+        ta = torch.as_tensor(acts)
+        rate = _rate(lambda tt=tt, ta=ta: response_times_torch(*tt, ta), decisions, args.seconds)
+        print(f"  torch {str(dtype)[6:]:<12}: {rate:12,.0f} evaluations/s  (torch threads {torch.get_num_threads()})")
+
+    if args.latency:
+        import gymnasium as gym
+
+        import envs  # noqa: F401
+        from agents.corais.policy import load_corais_policy
+        from offline.corais import solve_exact
+
+        times = [solve_exact(i, time_limit=10.0).seconds for i in insts]
+        print(f"  exact MILP (HiGHS, 10 s limit): mean {np.mean(times):.3f} s, max {np.max(times):.3f} s")
+        env = gym.make("CoRaiS-v0", scale=tuple(args.scale))
+        for samples in (None, 1000):
+            try:
+                policy = load_corais_policy(None, env, samples=samples)
+            except ValueError as err:
+                print(f"  CoRaiS: {err}")
+                break
+            lat = []
+            for k in range(20):
+                obs, info = env.reset(seed=k)
+                policy.reset(env, seed=k)
+                start = time.perf_counter()
+                policy.act(obs, info)
+                lat.append(time.perf_counter() - start)
+            lat = lat[2:]
+            print(f"  {policy.name:<14}: {1000 * np.mean(lat):.1f} ms per decision (std {1000 * np.std(lat):.1f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The CoRaiS dispatcher: shapes, permutation equivariance, a tiny training run, loading and decoding."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import envs  # noqa: F401
+from agents.corais.model import CoRaiSNet, ModelConfig
+from agents.corais.policy import PRETRAINED_DIR, CoRaiSPolicy, load_corais_policy
+from agents.corais.trainer import load_policy, train
+from offline.protocol import run_episode
+from offline.registry import make_policy
+
+TINY_MODEL = {"embed_dim": 16, "edge_layers": 1, "request_layers": 1, "heads": 2, "ff_hidden": 32}
+
+
+def test_corais_agent__log_probs_are_normalised_per_request() -> None:
+    torch.manual_seed(0)
+    model = CoRaiSNet(ModelConfig(**TINY_MODEL)).eval()
+    logp = model(torch.rand(3, 5, 10), torch.rand(3, 40, 6))
+    assert logp.shape == (3, 40, 5)
+    torch.testing.assert_close(logp.exp().sum(-1), torch.ones(3, 40))
+    assert float(logp.detach().exp().max()) <= 1.0
+
+
+def test_corais_agent__one_shot_policy_is_permutation_equivariant() -> None:
+    torch.manual_seed(1)
+    model = CoRaiSNet(ModelConfig(**TINY_MODEL)).eval()
+    edges, reqs = torch.rand(1, 4, 10), torch.rand(1, 12, 6)
+    perm_r, perm_e = torch.randperm(12), torch.randperm(4)
+    base = model(edges, reqs)
+    permuted = model(edges[:, perm_e], reqs[:, perm_r])
+    torch.testing.assert_close(permuted, base[:, perm_r][:, :, perm_e], atol=1e-5, rtol=1e-5)
+
+
+def test_corais_agent__ablation_config_validation() -> None:
+    CoRaiSNet(ModelConfig(**{**TINY_MODEL, "edge_mixing": "mlp", "request_mixing": "mlp"}))
+    with pytest.raises(ValueError, match="edge_mixing"):
+        ModelConfig(edge_mixing="conv")
+    with pytest.raises(ValueError, match="embed_dim"):
+        ModelConfig(embed_dim=30, heads=8)
+
+
+def test_corais_agent__tiny_training_run_saves_logs_and_loads(tmp_path) -> None:
+    algo = {"batch_size": 4, "samples": 4, "lr": 1e-3, "eval_every": 2, "eval_instances": 2,
+            "checkpoint_every": 2, "eval_time_limit": 2.0, "threads": 1, "model": TINY_MODEL}
+    path = train({"kwargs": {"scale": "tiny"}}, algo, run_dir=tmp_path, seed=0, steps=16, device="cpu")
+    assert path == tmp_path / "model.pt" and path.is_file()
+    assert (tmp_path / "model_best.pt").is_file() and any((tmp_path / "checkpoints").iterdir())
+    assert any(p.name.startswith("events.out.tfevents") for p in tmp_path.iterdir())
+    env = gym.make("CoRaiS-v0", scale="tiny")
+    for samples in (None, 8):
+        policy = load_policy(tmp_path, env, samples=samples)
+        result = run_episode(env, policy, seed=3)
+        assert result.decisions == 1 and np.isfinite(result.final_info["cost"])
+    with pytest.raises(ValueError, match="unknown keys"):
+        train({"kwargs": {"scale": "tiny"}}, {"bogus": 1}, run_dir=tmp_path, seed=0, steps=4)
+
+
+def test_corais_agent__sampling_policy_is_seeded_and_best_of_k() -> None:
+    env = gym.make("CoRaiS-v0", scale=(10, 5, 30))
+    torch.manual_seed(0)
+    policy = CoRaiSPolicy(CoRaiSNet(ModelConfig(**TINY_MODEL)), samples=20)
+    a = run_episode(env, policy, seed=1, policy_seed=5).final_info["cost"]
+    b = run_episode(env, policy, seed=1, policy_seed=5).final_info["cost"]
+    assert a == b
+    with pytest.raises(ValueError, match="samples"):
+        CoRaiSPolicy(CoRaiSNet(ModelConfig(**TINY_MODEL)), samples=0)
+    with pytest.raises(ValueError, match="run_dir"):
+        load_corais_policy(env=env, run_dir="/nonexistent/run")
+
+
+@pytest.mark.skipif(not (PRETRAINED_DIR / "model.pt").is_file(), reason="no shipped CoRaiS checkpoint")
+def test_corais_agent__shipped_model_beats_local_at_training_scale() -> None:
+    env = gym.make("CoRaiS-v0", scale=(10, 5, 100))
+    greedy = make_policy("CoRaiS-v0", "corais_greedy", env)
+    local = make_policy("CoRaiS-v0", "local", env)
+    wins = 0
+    for seed in range(5):
+        g = run_episode(env, greedy, seed=seed).final_info["cost"]
+        loc = run_episode(env, local, seed=seed).final_info["cost"]
+        wins += g < loc
+    assert wins >= 4
