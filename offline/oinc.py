@@ -22,7 +22,8 @@ Table II pairings (``TABLE2``): ``oinc`` = trained SAC run + ``aret``; ``ekya`` 
 controller; ``kalmia`` = greedy (urgent-first = SLO order) + kalmia; ``greedy_aret``; ``liu_aret``;
 ``ainf_dedas`` / ``ainf_zhang`` = A_inf + dedas / zhang, where A_inf is the trained run when one is
 given and otherwise the ``liu`` heuristic as a stand-in (labelled in the ``inference`` column).
-Any ``<inference>+<controller>`` pair (e.g. ``greedy+kalmia``, ``runs/x+aret``) is accepted too.
+Any ``<inference>+<controller>`` pair (e.g. ``greedy+kalmia``, ``runs/x+aret``) is accepted too, and a
+bare inference policy or run folder runs with the env config's controller (``retraining``, default aret).
 """
 
 from __future__ import annotations
@@ -227,10 +228,11 @@ def _random(env: gym.Env, **kwargs: Any) -> RandomPolicy:
 
 
 # ----------------------------------------------------------------------------- evaluation
-def resolve_pair(name: str, model: str | None) -> tuple[str, str, str | None, str]:
+def resolve_pair(name: str, model: str | None, default_controller: str = "aret") -> tuple[str, str, str | None, str]:
     """(label, controller, inference spec or None when missing, note) for a policy name.
 
-    Names: a Table II name, ``oinc=<run_dir>``, ``<inference>+<controller>``, or a run folder (+ aret).
+    Names: a Table II name, ``oinc=<run_dir>``, ``<inference>+<controller>``, or a bare inference policy
+    or run folder (paired with ``default_controller``, the env config's ``retraining``).
     """
     note = ""
     if name.startswith("oinc="):
@@ -239,6 +241,8 @@ def resolve_pair(name: str, model: str | None) -> tuple[str, str, str | None, st
         inference, controller = TABLE2[name]
         if inference == "A_inf":
             if model:
+                if not pathlib.Path(model).is_dir():
+                    raise ValueError(f"model={model!r} is invalid for policy={name!r}: expected a training run folder")
                 inference, note = model, "A_inf = trained run"
             elif name == "oinc":
                 return name, controller, None, "missing: no trained run given (oinc=<run_dir> or model=...)"
@@ -247,8 +251,8 @@ def resolve_pair(name: str, model: str | None) -> tuple[str, str, str | None, st
         return name, controller, inference, note
     if "+" in name:
         inference, controller = name.rsplit("+", 1)
-    elif pathlib.Path(name).is_dir():
-        inference, controller = name, "aret"
+    elif name in INFERENCE_POLICIES or pathlib.Path(name).is_dir():
+        inference, controller = name, default_controller
     else:
         valid = [*TABLE2, "oinc=<run_dir>", "<inference>+<controller>", "<run_dir>"]
         raise ValueError(
@@ -291,7 +295,8 @@ def evaluate_policies(
     progress: bool = True,
     model: str | None = None,
 ) -> list[dict]:
-    """Run each policy (a Table II name or an inference+controller pair) on the same instances/episodes.
+    """Run each policy (a Table II name, an inference+controller pair, or a bare inference policy / run
+    folder paired with ``env_kwargs["retraining"]``) on the same instances and episodes.
 
     Instance n uses ``instance_seed = seed + n``; episode e of instance n uses the same reset seed for
     every policy. Returns one row per policy: ``policy, inference, retraining`` then the mean and
@@ -303,11 +308,11 @@ def evaluate_policies(
     if instances < 1 or episodes < 1:
         raise ValueError(f"instances={instances}, episodes={episodes} are invalid: expected integers >= 1")
     kwargs = _plain(env_kwargs)
-    kwargs.pop("retraining", None)
+    default_controller = kwargs.pop("retraining", "aret")
     kwargs.pop("instance_seed", None)
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    pairs = [resolve_pair(name, model) for name in policies]
+    pairs = [resolve_pair(str(name), model, default_controller) for name in policies]
     rows: list[dict] = []
     episode_rows: list[dict] = []
     total = sum(instances * episodes for _, _, inf, _ in pairs if inf is not None)

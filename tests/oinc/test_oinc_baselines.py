@@ -174,6 +174,10 @@ def test_oinc_evaluate__table2_rows_columns_and_honest_labels(tmp_path: pathlib.
 
 def test_oinc_evaluate__pairs_and_bad_names() -> None:
     assert resolve_pair("greedy+kalmia", None)[:3] == ("greedy+kalmia", "kalmia", "greedy")
+    assert resolve_pair("liu", None, "zhang")[:3] == ("liu", "zhang", "liu")
+    assert resolve_pair("oinc=/tmp", None)[1:3] == ("aret", "/tmp")
+    with pytest.raises(ValueError, match="model"):
+        resolve_pair("oinc=/nonexistent/run", None)
     with pytest.raises(ValueError, match="retraining"):
         resolve_pair("greedy+fifo", None)
     with pytest.raises(ValueError, match="policy"):
