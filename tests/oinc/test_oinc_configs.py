@@ -24,7 +24,7 @@ def test_oinc_config__env_yaml_builds_the_env() -> None:
     assert env.action_space.nvec.tolist()[:3] == [12, 4, 4]
     sac = cfg["algo_overrides"]["sac"]
     assert sac["batch_size"] == 100 and sac["tau"] == 0.01 and sac["buffer_size"] == 10000
-    paper = yaml.safe_load((ROOT / "conf/experiment/oinc_sac_paper.yaml").read_text())["algo"]
+    paper = yaml.safe_load((ROOT / "conf/experiment/oinc_sac_paper.yaml").read_text())["env"]["algo_overrides"]["sac"]
     assert paper["policy_kwargs"]["net_arch"] == [1024, 512] and paper["learning_rate"] == 1e-4
 
 
