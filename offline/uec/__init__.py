@@ -1,0 +1,35 @@
+"""UEC-v0 non-learning policies and solvers: RESCUE (P1-LP + value functions + Alg. 1) and the baselines.
+
+Importing this package registers, for ``UEC-v0`` (``offline.registry``):
+
+| name          | policy                                                                        |
+|---------------|-------------------------------------------------------------------------------|
+| ``rescue``      | RESCUE's online rule on its cached offline solution (``offline.uec.policies``) |
+| ``pickconfigs`` | greedy highest R_jkl(t)                                                       |
+| ``srs``         | greedy highest R_jkl(t)/E[d_l]                                                |
+| ``sumita``      | server from y*, then the best profile on it                                   |
+| ``cvs``         | greedy highest R_jkl(t)/(E[d_l]·c̄_k)                                          |
+| ``random``      | accept w.p. ½, uniform feasible SSP                                           |
+
+``rescue_solution(instance)`` gives the offline stage (y*, x*, A, B, OPT(LP), Σ_k B_k(1), timings), cached
+per instance; ``evaluate_policies`` is contract 3's evaluation (used by evaluate.py).
+"""
+
+from __future__ import annotations
+
+from offline.uec import baselines, policies  # noqa: F401  (registers the policies)
+from offline.uec.evaluation import DEFAULT_EVALUATION, evaluate_policies
+from offline.uec.lp import RescueLPError, build_lp, solve_lp
+from offline.uec.values import RescueSolution, compute_rescue_solution, rescue_solution, value_functions
+
+__all__ = [
+    "DEFAULT_EVALUATION",
+    "RescueLPError",
+    "RescueSolution",
+    "build_lp",
+    "compute_rescue_solution",
+    "evaluate_policies",
+    "rescue_solution",
+    "solve_lp",
+    "value_functions",
+]
