@@ -1,0 +1,235 @@
+"""Evaluate policies on identical instances and episode seeds; tables, CSV and plots (contracts 3 and 4).
+
+    python evaluate.py env=uec-v0                                   # the env's default policies and sizes
+    python evaluate.py env=uec-v0 policies=[rescue,pickconfigs,runs/uec-v0__sac__0__...] instances=3 \\
+        episodes=20 seed=0 out=results/mine
+    python evaluate.py experiment=rescue_fig7                       # a paper sweep (conf/experiment/)
+
+The env group (``conf/env/<name>.yaml``, shared with train.py) gives the registered id and the env
+kwargs; evaluate.py dispatches on the id to ``offline.<problem>.evaluate_policies`` (contract 3), prints
+the summary as a markdown table, writes ``<out>/summary.csv`` (plus whatever plots the problem module
+draws) and prints the output folder on its last line. Without ``out=`` the folder is
+``results/<env>__<time>/``. ``policies``, ``instances`` and ``episodes`` default per env to the problem
+module's ``DEFAULT_EVALUATION``. A policy is a registered name or a training run folder.
+
+Experiments (contract 4) list ``sweeps``: for every value of ``parameter`` (a dotted path into the
+composed config) evaluate.py runs one evaluation into ``<out>/<sweep>/<value>/`` and writes
+``<out>/<sweep>.csv`` (the swept value first) and ``<out>/<sweep>.png`` (each metric against the value,
+one line per policy). A sweep may also carry ``overrides`` (dotted path -> value) applied to all its points.
+``+experiment=name`` is accepted as a synonym of ``experiment=name``.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import math
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from offline.registry import PROBLEM_MODULES, available_policies
+
+#: Used when a problem module defines no DEFAULT_EVALUATION.
+FALLBACK_EVALUATION: dict[str, Any] = {"instances": 1, "episodes": 5}
+SWEEP_KEYS = ("name", "parameter", "values", "metrics", "overrides")
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} is invalid: expected an integer >= 1")
+    return int(value)
+
+
+def problem_module(env_id: str):
+    """The module ``offline.<problem>`` of ``env_id`` (raises listing the valid ids)."""
+    if env_id not in PROBLEM_MODULES:
+        raise ValueError(f"env id {env_id!r} has no evaluation; valid env ids: {sorted(PROBLEM_MODULES)}")
+    module = importlib.import_module(PROBLEM_MODULES[env_id])
+    if not hasattr(module, "evaluate_policies"):
+        raise ValueError(f"{PROBLEM_MODULES[env_id]} defines no evaluate_policies (contract 3)")
+    return module
+
+
+def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
+    """Check ``cfg`` and fill the per-env defaults; raise ValueError naming the bad value and the choices."""
+    env_id = str(cfg.env.id)
+    module = problem_module(env_id)
+    defaults = dict(FALLBACK_EVALUATION)
+    defaults.update(getattr(module, "DEFAULT_EVALUATION", None) or {})
+    policies = cfg.policies if cfg.policies is not None else defaults.get("policies") or available_policies(env_id)
+    if isinstance(policies, str):
+        policies = [policies]
+    policies = [str(p) for p in policies]
+    if not policies:
+        raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
+    valid = available_policies(env_id)
+    for name in policies:
+        if name not in valid and not Path(name).is_dir():
+            raise ValueError(
+                f"policy {name!r} is neither a registered policy of {env_id} nor a run folder; valid policies: {valid}"
+            )
+    instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
+    episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])
+    seed = cfg.seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed={seed!r} is invalid: expected an integer >= 0")
+    env_kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True) if cfg.env.get("kwargs") is not None else {}
+    extra = cfg.get("evaluation_kwargs") or {}
+    return {
+        "env_id": env_id,
+        "module": module,
+        "env_kwargs": env_kwargs,
+        "policies": policies,
+        "instances": instances,
+        "episodes": episodes,
+        "seed": int(seed),
+        "evaluation_kwargs": OmegaConf.to_container(extra, resolve=True) if isinstance(extra, DictConfig) else dict(extra),
+    }
+
+
+def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
+    """One contract-3 evaluation of ``cfg`` into ``out_dir``; returns the summary rows."""
+    s = resolve_settings(cfg)
+    rows = s["module"].evaluate_policies(
+        s["env_kwargs"],
+        s["policies"],
+        instances=s["instances"],
+        episodes=s["episodes"],
+        seed=s["seed"],
+        out_dir=out_dir,
+        progress=bool(cfg.progress),
+        **s["evaluation_kwargs"],
+    )
+    write_csv(out_dir / "summary.csv", rows)
+    return rows
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """Rows (dicts with the same keys) as a GitHub markdown table."""
+    if not rows:
+        return "(no rows)"
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "|".join("---" for _ in keys) + "|"]
+    lines += ["| " + " | ".join(format_value(r.get(k, "")) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def value_label(value: Any) -> str:
+    """A folder-safe label of a swept value ([10, 5, 50] -> 10-5-50)."""
+    if isinstance(value, (list, tuple)):
+        return "-".join(value_label(v) for v in value)
+    return str(value).replace("/", "_").replace(" ", "")
+
+
+def plot_sweep(name: str, parameter: str, values: list, rows: list[dict], metrics: list[str], path: Path) -> None:
+    """One panel per metric: the metric against the swept value, one line per policy (with 95 % CI if known)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    positions = list(values) if numeric else list(range(len(values)))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    for ax, metric in zip(axes[0], metrics):
+        for policy in policies:
+            ys, errs = [], []
+            for v in values:
+                match = [r for r in rows if r["policy"] == policy and r["_value"] == value_label(v)]
+                ys.append(match[0].get(metric, float("nan")) if match else float("nan"))
+                ci = metric.replace("_mean", "_ci95")
+                errs.append(match[0].get(ci, 0.0) if match and ci != metric else 0.0)
+            ax.errorbar(positions, ys, yerr=errs, marker="o", capsize=3, label=Path(policy).name)
+        if not numeric:
+            ax.set_xticks(positions, [value_label(v) for v in values], rotation=20)
+        ax.set(xlabel=parameter.split(".")[-1], ylabel=metric, title=f"{name}: {metric}")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
+    """Contract 4: one evaluation per value of ``sweep.parameter``; writes <name>.csv and <name>.png."""
+    unknown = sorted(set(sweep) - set(SWEEP_KEYS))
+    missing = [k for k in ("name", "parameter", "values") if k not in sweep]
+    if unknown or missing:
+        raise ValueError(f"sweep {dict(sweep)} is invalid: keys must be among {list(SWEEP_KEYS)}; missing {missing}")
+    name, parameter = str(sweep.name), str(sweep.parameter)
+    values = OmegaConf.to_container(sweep["values"], resolve=True)
+    metrics = list(sweep.get("metrics") or ["profit_mean"])
+    column = parameter.split(".")[-1]
+    rows: list[dict] = []
+    for value in values:
+        point = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+        point.sweeps = []
+        for key, fixed in (sweep.get("overrides") or {}).items():
+            OmegaConf.update(point, str(key), fixed, force_add=True)
+        OmegaConf.update(point, parameter, value, force_add=True)
+        print(f"[{name}] {parameter} = {value}", flush=True)
+        point_rows = evaluate_once(point, out_dir / name / value_label(value))
+        print(markdown_table(point_rows), flush=True)
+        label = value if isinstance(value, (int, float, str)) else value_label(value)
+        rows += [{column: label, **row, "_value": value_label(value)} for row in point_rows]
+    clean = [{k: v for k, v in r.items() if k != "_value"} for r in rows]
+    write_csv(out_dir / f"{name}.csv", clean)
+    plot_sweep(name, parameter, values, rows, metrics, out_dir / f"{name}.png")
+    return [{"sweep": name, **r} for r in clean]
+
+
+def run(cfg: DictConfig) -> Path:
+    """Evaluate (or run the experiment's sweeps) as configured; returns the output folder."""
+    resolve_settings(cfg)  # fail at once on bad input, before any work
+    out_dir = Path(cfg.out) if cfg.get("out") else Path("results") / f"{cfg.env.name}__{datetime.now():%Y%m%d-%H%M%S}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, out_dir / "config.yaml")
+    sweeps = cfg.get("sweeps") or []
+    if not sweeps:
+        print(markdown_table(evaluate_once(cfg, out_dir)), flush=True)
+    else:
+        all_rows: list[dict] = []
+        for sweep in sweeps:
+            all_rows += run_sweep(cfg, sweep, out_dir)
+        write_csv(out_dir / "summary.csv", all_rows)
+    print(out_dir, flush=True)
+    return out_dir
+
+
+@hydra.main(config_path="conf", config_name="evaluate", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        run(cfg)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    # the experiment group is in evaluate.yaml's defaults, so `+experiment=x` (train.py's spelling) means `experiment=x`
+    sys.argv = [a.replace("+experiment=", "experiment=", 1) if a.startswith("+experiment=") else a for a in sys.argv]
+    main()
