@@ -110,8 +110,11 @@ def dominated_profiles(profit: np.ndarray, survival: np.ndarray) -> np.ndarray:
     return dominated
 
 
-def build_lp(instance: Instance, formulation: str = "aggregated") -> LPModel:
-    """Assemble P1-LP for ``instance`` (see the module docstring) as sparse matrices."""
+def build_lp(instance: Instance, formulation: str = "aggregated", prune_dominated: bool = True) -> LPModel:
+    """Assemble P1-LP for ``instance`` (see the module docstring) as sparse matrices.
+
+    ``prune_dominated`` drops the y variables of :func:`dominated_profiles` (same optimum, fewer columns).
+    """
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation={formulation!r} is invalid: expected one of {list(FORMULATIONS)}")
     start_clock = time.perf_counter()
@@ -122,7 +125,9 @@ def build_lp(instance: Instance, formulation: str = "aggregated") -> LPModel:
     D = survival.shape[1]
 
     # --- variables --------------------------------------------------------------------------------
-    useful = (profit > 0) & (arrival.T[:, None, None, :] > 0) & ~dominated_profiles(profit, survival)
+    useful = (profit > 0) & (arrival.T[:, None, None, :] > 0)
+    if prune_dominated:
+        useful &= ~dominated_profiles(profit, survival)
     yj, yk, yl, yt = np.nonzero(useful)
     n_y = yj.size
     res = instance.reserved
@@ -215,11 +220,17 @@ def build_lp(instance: Instance, formulation: str = "aggregated") -> LPModel:
     )
 
 
-def solve_lp(instance: Instance, formulation: str = "aggregated", method: str = "highs-ipm") -> LPSolution:
-    """Build and solve P1-LP with HiGHS; raise :class:`RescueLPError` (naming the instance) unless optimal."""
+def solve_lp(
+    instance: Instance, formulation: str = "aggregated", method: str = "highs-ipm", prune_dominated: bool = True
+) -> LPSolution:
+    """Build and solve P1-LP with HiGHS; raise :class:`RescueLPError` (naming the instance) unless optimal.
+
+    ``method``: "highs-ipm" (default; interior point + crossover, ~5x faster than dual simplex here),
+    "highs-ds" or "highs" (HiGHS chooses).
+    """
     if method not in METHODS:
         raise ValueError(f"method={method!r} is invalid: expected one of {list(METHODS)}")
-    model = build_lp(instance, formulation)
+    model = build_lp(instance, formulation, prune_dominated)
     start_clock = time.perf_counter()
     try:
         result = linprog(model.c, A_ub=model.a_ub, b_ub=model.b_ub, bounds=model.bounds, method=method)
