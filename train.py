@@ -42,6 +42,7 @@ class EvalConfig:
     episodes: int = 10  # one episode per seed: seed, seed + 1, ...
     seed: int = 1000
     reference: bool = True  # evaluate env.reference_policy on the same seeds and log it
+    bound: bool = True  # log env/competitive_ratio against the env's upper bound (UEC: OPT(LP), one LP solve)
 
 
 @dataclass
@@ -111,6 +112,11 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
 
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
     cfg.pop("hydra", None)
+    extra = sorted(set(cfg) - set(TrainConfig.__dataclass_fields__))
+    if extra:  # e.g. evaluate.py keys set by a shared conf/experiment preset
+        log.warning("ignoring config keys that train.py does not use: %s", extra)
+        for key in extra:
+            cfg.pop(key)
     env_cfg = cfg.get("env")
     if not isinstance(env_cfg, DictConfig):
         raise ValueError(f"env must be chosen with env=<name>; valid envs: {available_choices('env')}")
@@ -209,7 +215,17 @@ def make_run_dir(out: str, env_name: str, algo_name: str, seed: int) -> Path:
     return run_dir
 
 
-def reference_summary(env_cfg: dict[str, Any], seeds: list[int]) -> tuple[str | None, dict[str, float] | None]:
+def episode_bound(env_cfg: dict[str, Any]) -> Any:
+    """The env's upper-bound function for env/competitive_ratio (None when it has none)."""
+    from agents.callbacks import EPISODE_BOUNDS
+
+    factory = EPISODE_BOUNDS.get(str(env_cfg["id"]))
+    return factory() if factory is not None else None
+
+
+def reference_summary(
+    env_cfg: dict[str, Any], seeds: list[int], bound: Any = None
+) -> tuple[str | None, dict[str, float] | None]:
     """Evaluate the env's reference policy on ``seeds``; never raises.
 
     If it is not available, fall back to the best registered policy for the env (by mean reward on the
@@ -223,7 +239,7 @@ def reference_summary(env_cfg: dict[str, Any], seeds: list[int]) -> tuple[str | 
     try:
         if wanted:
             try:
-                return str(wanted), evaluate(env, make_policy(env_id, str(wanted), env), seeds)
+                return str(wanted), evaluate(env, make_policy(env_id, str(wanted), env), seeds, bound)
             except Exception as err:  # the reference may not be written yet: fall back, never crash
                 log.warning("reference policy %r for %s is not available (%s)", wanted, env_id, err)
         try:
@@ -234,7 +250,7 @@ def reference_summary(env_cfg: dict[str, Any], seeds: list[int]) -> tuple[str | 
         best: tuple[str | None, dict[str, float] | None] = (None, None)
         for name in names:
             try:
-                summary = evaluate(env, make_policy(env_id, name, env), seeds)
+                summary = evaluate(env, make_policy(env_id, name, env), seeds, bound)
             except Exception as err:
                 log.warning("policy %r failed on %s (%s); skipped", name, env_id, err)
                 continue
@@ -323,7 +339,7 @@ def _run_reference(prepared: Prepared, run_dir: Path, seeds: list[int]) -> None:
     env = make_env(prepared.env)
     policy = make_policy(str(prepared.env["id"]), str(prepared.algo["policy"]), env,
                          **(prepared.algo.get("policy_kwargs") or {}))
-    summary = evaluate(env, policy, seeds)
+    summary = evaluate(env, policy, seeds, episode_bound(prepared.env) if prepared.cfg.eval.bound else None)
     env.close()
     logger = configure(str(run_dir), ["tensorboard", "csv"])
     for key, value in summary.items():
@@ -363,8 +379,9 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
                   exclude=("stdout", "log", "json", "csv"))
 
     reference_name, reference = (None, None)
+    bound = episode_bound(prepared.env) if top.eval.bound else None
     if top.eval.reference:
-        reference_name, reference = reference_summary(prepared.env, seeds)
+        reference_name, reference = reference_summary(prepared.env, seeds, bound)
         if reference is not None:
             log.info("reference %s: mean reward %.4g on %d eval seeds", reference_name,
                      reference["mean_reward"], len(seeds))
@@ -375,7 +392,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         CheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), str(run_dir / "checkpoints"), "model"),
         PeriodicEvalCallback(lambda: make_env(prepared.env),
                              lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
-                             seeds, eval_freq, run_dir / "eval.csv", reference, reference_name),
+                             seeds, eval_freq, run_dir / "eval.csv", reference, reference_name, bound),
         StopOnInterrupt(interrupt),
     ])
     with interrupt:
@@ -417,7 +434,7 @@ def check_cli(argv: list[str]) -> None:
     for o in parsed:
         key = o.key_or_group
         head = key.split(".")[0].lstrip("+~")
-        if key in ("env", "algo"):
+        if key in ("env", "algo", "experiment"):
             values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.value()]
             for value in values:
                 if str(value) not in available_choices(key):

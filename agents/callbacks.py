@@ -47,19 +47,61 @@ def scalar_metrics(info: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def evaluate(env: gym.Env, policy: Policy, seeds: list[int]) -> dict[str, float]:
-    """Mean return and mean final-info metrics of ``policy`` over one episode per seed."""
+class UECLPBound:
+    """OPT(P1-LP) of the UEC-v0 instance an episode ran on (RESCUE's upper bound, uec.md item 4).
+
+    Solved once per instance and cached, so logging ``env/competitive_ratio`` = realised profit / OPT(LP)
+    costs one LP per instance. Returns None (ratio not logged) if the LP code is unavailable or fails.
+    """
+
+    def __init__(self) -> None:
+        self._cache: list[tuple[Any, float | None]] = []
+
+    def __call__(self, env: gym.Env) -> float | None:
+        instance = getattr(env.unwrapped, "instance", None)
+        if instance is None:
+            return None
+        for cached, value in self._cache:
+            if cached is instance:
+                return value
+        try:
+            from offline.uec.lp import solve_lp
+
+            value: float | None = float(solve_lp(instance).value)
+        except Exception as err:  # the bound is a nicety: never stop training for it
+            log.warning("competitive ratio not logged: the UEC LP bound failed (%s)", err)
+            value = None
+        self._cache = [*self._cache[-7:], (instance, value)]
+        return value
+
+
+#: env id -> factory of a callable giving an upper bound on an episode's return (for env/competitive_ratio)
+#: when the env's info does not carry one under BOUND_KEYS.
+EPISODE_BOUNDS: dict[str, Callable[[], Callable[[gym.Env], float | None]]] = {"UEC-v0": UECLPBound}
+
+
+def evaluate(
+    env: gym.Env,
+    policy: Policy,
+    seeds: list[int],
+    bound: Callable[[gym.Env], float | None] | None = None,
+) -> dict[str, float]:
+    """Mean return and mean final-info metrics of ``policy`` over one episode per seed.
+
+    ``env/competitive_ratio`` = return / upper bound, with the bound from the final info (BOUND_KEYS)
+    or from ``bound(env)``.
+    """
     returns: list[float] = []
     metrics: dict[str, list[float]] = {}
     for seed in seeds:
         result = run_episode(env, policy, seed=seed)
         returns.append(result.total_reward)
         episode_metrics = scalar_metrics(result.final_info)
-        for key in BOUND_KEYS:
-            bound = episode_metrics.get(key)
-            if bound is not None and bound > 0:
-                episode_metrics["competitive_ratio"] = result.total_reward / bound
-                break
+        upper = next((episode_metrics[k] for k in BOUND_KEYS if k in episode_metrics), None)
+        if upper is None and bound is not None:
+            upper = bound(env)
+        if upper is not None and upper > 0:
+            episode_metrics["competitive_ratio"] = result.total_reward / upper
         for key, value in episode_metrics.items():
             metrics.setdefault(key, []).append(value)
     summary = {"mean_reward": float(np.mean(returns)), "std_reward": float(np.std(returns))}
@@ -84,6 +126,7 @@ class PeriodicEvalCallback(BaseCallback):
         csv_path: Path,
         reference: dict[str, float] | None = None,
         reference_name: str | None = None,
+        bound: Callable[[gym.Env], float | None] | None = None,
     ) -> None:
         super().__init__()
         self.make_eval_env = make_eval_env
@@ -93,6 +136,7 @@ class PeriodicEvalCallback(BaseCallback):
         self.csv_path = csv_path
         self.reference = reference
         self.reference_name = reference_name
+        self.bound = bound
         self._next_eval = 0
         self._env: gym.Env | None = None
         self.last: dict[str, float] = {}
@@ -115,7 +159,7 @@ class PeriodicEvalCallback(BaseCallback):
 
     def run_evaluation(self) -> dict[str, float]:
         assert self._env is not None
-        summary = evaluate(self._env, self.make_policy(self.model), self.seeds)
+        summary = evaluate(self._env, self.make_policy(self.model), self.seeds, self.bound)
         for key, value in summary.items():
             self.logger.record(key if key.startswith("env/") else f"eval/{key}", value)
         row: dict[str, float] = {"step": float(self.num_timesteps), **summary}

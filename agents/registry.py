@@ -39,7 +39,7 @@ class SACConfig:
     learning_rate: float = 3e-4
     buffer_size: int = 100_000
     learning_starts: int = 1_000
-    batch_size: int = 256
+    batch_size: int = 128
     tau: float = 0.005
     gamma: float = 0.99
     train_freq: int = 1

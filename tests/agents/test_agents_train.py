@@ -21,6 +21,7 @@ from agents.masking import infer_mask_dim
 from agents.sac import DiscreteSAC
 from offline.protocol import run_episode
 
+NO_REFERENCE = ["eval.reference=false", "eval.bound=false"]
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["algo.learning_starts=100", "algo.batch_size=32", "algo.policy_kwargs.net_arch=[32,32]",
          "eval.episodes=2", "eval.freq=150", "checkpoint_freq=200", "progress=false"]
@@ -35,8 +36,8 @@ def train_cli(args: list[str], **kwargs) -> subprocess.Popen:
 def smoke_runs(tmp_path_factory) -> dict[str, tuple[Path, list[str]]]:
     """`train.py env=uec-v0 algo=<sac|dqn> steps=300` once per algo, run side by side."""
     out = tmp_path_factory.mktemp("runs")
-    procs = {algo: train_cli(["env=uec-v0", f"algo={algo}", "steps=300", f"out={out}", *SMALL])
-             for algo in ("sac", "dqn")}
+    procs = {algo: train_cli(["env=uec-v0", f"algo={algo}", "steps=300", f"out={out}", *SMALL, *extra])
+             for algo, extra in (("sac", []), ("dqn", NO_REFERENCE))}
     results = {}
     for algo, proc in procs.items():
         stdout, _ = proc.communicate(timeout=300)
@@ -60,6 +61,10 @@ def test_train__uec_smoke_run_writes_a_complete_run_folder(smoke_runs, algo: str
     tags = events.Tags()["scalars"]
     assert {"eval/mean_reward", "env/episode_profit", "rollout/ep_rew_mean", "time/fps"} <= set(tags)
     assert events.Scalars("eval/mean_reward")[-1].step == 300  # x-axis = env steps
+    if algo == "sac":  # realised profit / OPT(LP) of the instance
+        ratio = events.Scalars("env/competitive_ratio")[-1].value
+        profit = events.Scalars("env/episode_profit")[-1].value
+        assert 0 < ratio < 1 and profit > 0
 
 
 @pytest.mark.parametrize("algo", ["sac", "dqn"])
@@ -75,7 +80,7 @@ def test_train__loaded_run_is_a_policy_that_only_takes_feasible_actions(smoke_ru
 
 
 def test_train__sigint_saves_a_checkpoint_and_flushes_the_logs(tmp_path):
-    proc = train_cli(["env=uec-v0", "algo=sac", "steps=1000000", f"out={tmp_path}", *SMALL])
+    proc = train_cli(["env=uec-v0", "algo=sac", "steps=1000000", f"out={tmp_path}", *SMALL, *NO_REFERENCE])
     assert proc.stdout is not None
     lines = []
     deadline = time.monotonic() + 240

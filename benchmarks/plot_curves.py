@@ -1,0 +1,77 @@
+"""Export learning curves from training runs' TensorBoard event files as a PNG.
+
+    python benchmarks/plot_curves.py runs/uec-v0__sac__0__* runs/uec-v0__dqn__0__* \
+        --out docs/learning_curve_uec.png
+
+One panel per tag (default: eval/mean_reward and rollout/ep_rew_mean), one line per run, x = env steps.
+The reference policy's value (``reference/mean_reward``, logged by train.py next to the learner on the
+same evaluation seeds) is drawn as a dashed line in the eval panel.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+
+def load_scalars(run_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
+    """All scalar series of a run folder: tag -> (steps, values)."""
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0}).Reload()
+    return {
+        tag: ([e.step for e in events.Scalars(tag)], [e.value for e in events.Scalars(tag)])
+        for tag in events.Tags()["scalars"]
+    }
+
+
+def run_label(run_dir: Path) -> str:
+    parts = run_dir.name.split("__")
+    return f"{parts[1]} (seed {parts[2]})" if len(parts) >= 3 else run_dir.name
+
+
+def plot(runs: list[Path], tags: list[str], out: Path, title: str | None = None) -> Path:
+    fig, axes = plt.subplots(1, len(tags), figsize=(5.5 * len(tags), 4), squeeze=False)
+    references: dict[str, float] = {}
+    for run_dir in runs:
+        scalars = load_scalars(run_dir)
+        for ax, tag in zip(axes[0], tags):
+            if tag in scalars:
+                steps, values = scalars[tag]
+                ax.plot(steps, values, label=run_label(run_dir), marker="o" if tag.startswith("eval/") else None,
+                        markersize=3, linewidth=1.5 if tag.startswith("eval/") else 1.0)
+        if "reference/mean_reward" in scalars:
+            references[run_dir.name] = scalars["reference/mean_reward"][1][-1]
+    for ax, tag in zip(axes[0], tags):
+        if tag == "eval/mean_reward" and references:
+            ax.axhline(max(references.values()), color="black", linestyle="--", linewidth=1,
+                       label="reference policy (same seeds)")
+        ax.set_xlabel("environment steps")
+        ax.set_title(tag)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", type=Path, help="training run folders")
+    parser.add_argument("--tags", nargs="+", default=["eval/mean_reward", "rollout/ep_rew_mean"])
+    parser.add_argument("--out", type=Path, default=Path("docs/learning_curve.png"))
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args()
+    print(plot(args.runs, args.tags, args.out, args.title))
+
+
+if __name__ == "__main__":
+    main()
