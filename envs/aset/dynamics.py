@@ -6,7 +6,7 @@ No gymnasium here. Every latency formula lives once in this module:
   ``worst = 2 (delta_i + d_n^s + 2 sigma_n^s) + b_i zeta_i + D_v  <=  D^i``
 * the realised latency of a served query:
   ``2 (delta_i + d_n^s + eps) + b_i zeta_i + D_v + W_w``,  eps ~ N(0, (sigma_n^s)^2)
-  where ``W_w`` is the worker's queueing wait in the sub-window (0 when ``queueing_delay`` is off);
+  where ``W_w`` is the worker's mean queueing wait in the sub-window (:func:`worker_wait_ms`);
   its failure fraction is analytic: ``P(fail) = Phi((2 (delta + d) + b zeta + D_v + W_w - D^i) / (2 sigma))``.
 * a worker whose bound load exceeds its capacity serves ``C / L`` of its queries and rejects the rest
   (never happens when every binding respects constraint (2), kept as the model's safety valve);
@@ -55,6 +55,22 @@ def queueing_wait_ms(load_qps: np.ndarray, replicas: np.ndarray, service_rate_qp
     mu = service_rate_qps
     u = np.minimum(load_qps / (c * mu), MAX_UTILISATION)
     return 1000.0 * np.power(u, np.sqrt(2.0 * (c + 1.0)) - 1.0) / (2.0 * c * mu * (1.0 - u))
+
+
+def worker_wait_ms(instance: Instance, served_qps: np.ndarray) -> np.ndarray:
+    """Mean queueing wait (ms) of every worker serving ``served_qps`` under the instance's queueing model.
+
+    ``per_replica``: the worker's load is split at random over its replicas, each an M/D/1 queue with
+    service rate mu = service_headroom * C_v; ``pooled``: one M/D/c queue over the c replicas;
+    ``none``: no waiting (latency = network + transmission + processing only).
+    """
+    mu = instance.service_headroom * instance.replica_capacity_qps
+    if instance.queueing == "per_replica":
+        ones = np.ones_like(instance.worker_replicas)
+        return queueing_wait_ms(served_qps / instance.worker_replicas, ones, mu)
+    if instance.queueing == "pooled":
+        return queueing_wait_ms(served_qps, instance.worker_replicas, mu)
+    return np.zeros_like(served_qps)
 
 
 def failure_fraction(mean_latency_ms: np.ndarray, bound_ms: np.ndarray, jitter_sd_ms: np.ndarray) -> np.ndarray:
@@ -181,7 +197,6 @@ def simulate_window(
     a_sched = arr.streams.scheduler
     a_rate = arr.streams.rate
     first_of_sub = np.searchsorted(a_start, state.window * k_sub + np.arange(k_sub + 1))
-    wait_ms = np.zeros(n_w)
 
     res = WindowResult(
         streams_kw=np.zeros((k_sub, n_w)), served_kw=np.zeros((k_sub, n_w)), load_kw=np.zeros((k_sub, n_w)),
@@ -224,10 +239,7 @@ def simulate_window(
         bound = w_ids >= 0
         served_share = np.where(load > cap, cap / np.maximum(load, 1e-12), 1.0)
         served_qps = np.minimum(load, cap)
-        if instance.queueing_delay:
-            wait_ms = queueing_wait_ms(
-                served_qps, instance.worker_replicas, instance.service_headroom * instance.replica_capacity_qps
-            )
+        wait_ms = worker_wait_ms(instance, served_qps)
         queries = st.rate[ids] * dt
         w_safe = np.where(bound, w_ids, 0)
         served = np.where(bound, queries * served_share[w_safe], 0.0)

@@ -43,6 +43,10 @@ DEFAULT_APPS: tuple[tuple[str, float], ...] = (
 
 LAM_RANGE = (1.0, 200.0)
 
+#: Waiting-time models of a worker's queue: one pooled M/D/c queue over the replicas (default),
+#: independent M/D/1 replicas fed by a random split, or no waiting at all (the design's literal model).
+QUEUEING_MODELS: tuple[str, ...] = ("pooled", "per_replica", "none")
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -58,7 +62,7 @@ class Scenario:
     uplink_mbps: float = 50.0
     mean_lifetime_s: float = 60.0
     access_delay_ms: tuple[float, float] = (1.0, 4.0)
-    queueing_delay: bool = True                # load-dependent waiting time (see dynamics.queueing_wait_ms)
+    queueing: str = "pooled"                   # waiting-time model, one of QUEUEING_MODELS (dynamics.worker_wait_ms)
     service_headroom: float = 1.0              # mu = headroom * C_v (1: C_v is the maximum service rate)
     window_s: float = 10.0
     sub_windows: int = 20
@@ -81,8 +85,7 @@ class Scenario:
         check_in_range("uplink_mbps", self.uplink_mbps, 0.1, 100_000.0)
         check_in_range("mean_lifetime_s", self.mean_lifetime_s, 0.5, 3600.0)
         check_interval("access_delay_ms", self.access_delay_ms, 0.0, 1000.0)
-        if not isinstance(self.queueing_delay, bool):
-            raise ValueError(f"queueing_delay={self.queueing_delay!r} is invalid: expected true or false")
+        check_choice("queueing", self.queueing, QUEUEING_MODELS)
         check_in_range("service_headroom", self.service_headroom, 1.0, 100.0)
         check_in_range("window_s", self.window_s, 0.1, 3600.0)
         check_in_range("sub_windows", self.sub_windows, 1, 1000, integer=True)
@@ -253,7 +256,7 @@ def build_instance(
         uplink_mbps=float(scenario.uplink_mbps),
         mean_lifetime_s=float(scenario.mean_lifetime_s),
         access_delay_ms=(float(scenario.access_delay_ms[0]), float(scenario.access_delay_ms[1])),
-        queueing_delay=bool(scenario.queueing_delay),
+        queueing=str(scenario.queueing),
         service_headroom=float(scenario.service_headroom),
         window_s=float(scenario.window_s),
         sub_windows=int(scenario.sub_windows),

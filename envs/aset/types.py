@@ -62,7 +62,7 @@ class Instance:
     uplink_mbps: float                      # b_i = 1 / uplink
     mean_lifetime_s: float
     access_delay_ms: tuple[float, float]    # delta_i ~ U[lo, hi]
-    queueing_delay: bool                    # add the load-dependent queueing wait to served queries
+    queueing: str                           # "per_replica" | "pooled" | "none" (dynamics.worker_wait_ms)
     service_headroom: float                 # replica service rate mu = service_headroom * C_v
     window_s: float
     sub_windows: int

@@ -160,6 +160,7 @@ def test_aset__custom_topology_file(tmp_path):
         ({"scenario_overrides": {"bogus": 1}}, "scenario_overrides key"),
         ({"scenario_overrides": {"rate_variation": 2.0}}, "rate_variation"),
         ({"scenario_overrides": {"frame_kb": [300, 100]}}, "frame_kb"),
+        ({"scenario_overrides": {"queueing": "fifo"}}, "queueing"),
     ],
 )
 def test_aset__bad_arguments_raise_value_error_naming_the_parameter(kwargs, parameter):

@@ -107,6 +107,7 @@ def test_aset__dqn_with_extractor_from_the_env_config_trains_a_few_hundred_steps
     cfg = yaml.safe_load(Path(ROOT / "conf" / "env" / "aset-v0.yaml").read_text())
     assert cfg["id"] == "ASET-v0" and cfg["name"] == "aset-v0"
     dqn = dict(cfg["algo_overrides"]["dqn"])
+    assert dqn.pop("mask") == "none"  # train.py's MaskedDQN must not read a mask from ASET's observation
     policy_kwargs = dict(dqn.pop("policy_kwargs"))
     module, _, cls = policy_kwargs["features_extractor_class"].rpartition(".")
     policy_kwargs["features_extractor_class"] = getattr(__import__(module, fromlist=[cls]), cls)

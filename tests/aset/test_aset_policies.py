@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.aset.dynamics import failure_fraction, queueing_wait_ms
+from envs.aset.dynamics import failure_fraction, queueing_wait_ms, worker_wait_ms
 from envs.aset.env import ASETEnv
 from envs.aset.generator import Scenario, build_instance
 from envs.aset.policies import LOAD_EPS_QPS, choose_worker
@@ -135,10 +135,7 @@ def test_aset__analytic_failure_fraction_matches_monte_carlo_on_random_streams()
     rng = np.random.default_rng(11)
     bound = np.flatnonzero(st.worker >= 0)
     load = np.bincount(st.worker[bound], weights=st.rate[bound], minlength=inst.num_workers)
-    wait = queueing_wait_ms(
-        np.minimum(load, inst.worker_capacity_qps), inst.worker_replicas,
-        inst.service_headroom * inst.replica_capacity_qps,
-    )
+    wait = worker_wait_ms(inst, np.minimum(load, inst.worker_capacity_qps))
     picks = rng.choice(bound, size=60, replace=False)
     # make half of them marginal (bound within 2 jitter sd of the mean latency) so the check is not 0/1
     w = st.worker[picks]
@@ -151,3 +148,27 @@ def test_aset__analytic_failure_fraction_matches_monte_carlo_on_random_streams()
     sampled = (mean[:, None] + 2.0 * eps > limits[:, None]).mean(axis=1)
     assert np.abs(analytic - sampled).max() < 0.01
     assert ((analytic > 0.05) & (analytic < 0.95)).sum() >= 10
+
+
+def test_aset__queueing_wait_is_md1_for_one_server_and_grows_with_load():
+    mu = np.array([10.0])
+    for u in (0.1, 0.5, 0.9):
+        wait = queueing_wait_ms(np.array([u * 10.0]), np.array([1]), mu)
+        assert wait[0] == pytest.approx(1000.0 * u / (2.0 * 10.0 * (1.0 - u)))
+    loads = np.linspace(0.0, 60.0, 13)
+    pooled = queueing_wait_ms(loads, np.full(13, 6), np.full(13, 10.0))
+    assert (np.diff(pooled) > 0).all() and pooled[0] == 0.0
+    # pooling: six replicas behind one queue wait less than six separate queues at the same utilisation
+    assert (pooled[1:-1] < queueing_wait_ms(loads / 6, np.ones(13, dtype=int), np.full(13, 10.0))[1:-1]).all()
+
+
+def test_aset__without_queueing_constraint_3_bounds_every_failure_fraction():
+    """2(delta + d + 2 sigma) + b zeta + D_v <= D^i leaves a 2-sd margin: P(fail) <= 1 - Phi(2)."""
+    env = ASETEnv(topology="full-edge", lam=100.0, theta=0.0, scenario_overrides={"queueing": "none"})
+    env.reset(seed=2)
+    for action in (0, 3, 6, 1, 2, 4, 5):
+        env.step(action)
+        st = env.state.streams
+        bound = st.worker >= 0
+        fail = failure_fraction(st.base_ms[bound], st.bound_ms[bound], st.jitter_sd_ms[bound])
+        assert fail.max() <= 0.02276 and env.last_result.app_rejected.sum() >= 0
