@@ -149,6 +149,11 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
     for key, valid in CHOICES.items():
         if top[key] not in valid:
             raise ValueError(f"{key}={top[key]!r} is not valid; valid values: {list(valid)}")
+    if top.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("device=cuda but no CUDA device is available; valid values here: ['auto', 'cpu']")
     for key in ("n_envs", "threads"):
         if top[key] < 1:
             raise ValueError(f"{key}={top[key]} must be >= 1")
@@ -224,7 +229,7 @@ def episode_bound(env_cfg: dict[str, Any]) -> Any:
 
 
 def reference_summary(
-    env_cfg: dict[str, Any], seeds: list[int], bound: Any = None
+    env_cfg: dict[str, Any], seeds: list[int], bound: Any = None, env: Any = None
 ) -> tuple[str | None, dict[str, float] | None]:
     """Evaluate the env's reference policy on ``seeds``; never raises.
 
@@ -235,7 +240,8 @@ def reference_summary(
     from offline.registry import available_policies, make_policy
 
     env_id, wanted = str(env_cfg["id"]), env_cfg.get("reference_policy")
-    env = make_env(env_cfg)
+    own_env = env is None
+    env = make_env(env_cfg) if own_env else env
     try:
         if wanted:
             try:
@@ -262,7 +268,8 @@ def reference_summary(
             log.warning("using the best available registered policy %r as the reference instead", best[0])
         return best
     finally:
-        env.close()
+        if own_env:
+            env.close()
 
 
 def _hparams(prepared: Prepared) -> dict[str, Any]:
@@ -380,8 +387,9 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
 
     reference_name, reference = (None, None)
     bound = episode_bound(prepared.env) if top.eval.bound else None
+    eval_env = make_env(prepared.env)  # one instance for learner and reference: per-instance caches are shared
     if top.eval.reference:
-        reference_name, reference = reference_summary(prepared.env, seeds, bound)
+        reference_name, reference = reference_summary(prepared.env, seeds, bound, env=eval_env)
         if reference is not None:
             log.info("reference %s: mean reward %.4g on %d eval seeds", reference_name,
                      reference["mean_reward"], len(seeds))
@@ -390,7 +398,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
     eval_freq = int(top.eval.freq) or 10**12
     callbacks = CallbackList([
         CheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), str(run_dir / "checkpoints"), "model"),
-        PeriodicEvalCallback(lambda: make_env(prepared.env),
+        PeriodicEvalCallback(eval_env,
                              lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
                              seeds, eval_freq, run_dir / "eval.csv", reference, reference_name, bound),
         StopOnInterrupt(interrupt),

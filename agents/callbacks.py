@@ -65,9 +65,9 @@ class UECLPBound:
             if cached is instance:
                 return value
         try:
-            from offline.uec.lp import solve_lp
+            from offline.uec import rescue_solution  # cached per instance, shared with RESCUE itself
 
-            value: float | None = float(solve_lp(instance).value)
+            value: float | None = float(rescue_solution(instance).lp_bound)
         except Exception as err:  # the bound is a nicety: never stop training for it
             log.warning("competitive ratio not logged: the UEC LP bound failed (%s)", err)
             value = None
@@ -119,7 +119,7 @@ class PeriodicEvalCallback(BaseCallback):
 
     def __init__(
         self,
-        make_eval_env: Callable[[], gym.Env],
+        make_eval_env: Callable[[], gym.Env] | gym.Env,
         make_policy: Callable[[Any], Policy],
         seeds: list[int],
         eval_freq: int,
@@ -129,7 +129,8 @@ class PeriodicEvalCallback(BaseCallback):
         bound: Callable[[gym.Env], float | None] | None = None,
     ) -> None:
         super().__init__()
-        self.make_eval_env = make_eval_env
+        self.make_eval_env = make_eval_env if callable(make_eval_env) else (lambda: make_eval_env)
+        self._env = None if callable(make_eval_env) else make_eval_env
         self.make_policy = make_policy
         self.seeds = list(seeds)
         self.eval_freq = int(eval_freq)
@@ -142,7 +143,8 @@ class PeriodicEvalCallback(BaseCallback):
         self.last: dict[str, float] = {}
 
     def _on_training_start(self) -> None:
-        self._env = self.make_eval_env()
+        if self._env is None:
+            self._env = self.make_eval_env()
         self._next_eval = self.num_timesteps  # evaluate the untrained policy first
 
     def _on_step(self) -> bool:

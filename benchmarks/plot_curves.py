@@ -29,6 +29,15 @@ def load_scalars(run_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
     }
 
 
+def reference_name(run_dir: Path) -> str:
+    """The reference policy a run logged (from its config.yaml), e.g. ``rescue``."""
+    from omegaconf import OmegaConf
+
+    config = run_dir / "config.yaml"
+    name = OmegaConf.load(config).env.get("reference_policy") if config.is_file() else None
+    return str(name or "reference policy")
+
+
 def run_label(run_dir: Path) -> str:
     parts = run_dir.name.split("__")
     return f"{parts[1]} (seed {parts[2]})" if len(parts) >= 3 else run_dir.name
@@ -45,11 +54,11 @@ def plot(runs: list[Path], tags: list[str], out: Path, title: str | None = None)
                 ax.plot(steps, values, label=run_label(run_dir), marker="o" if tag.startswith("eval/") else None,
                         markersize=3, linewidth=1.5 if tag.startswith("eval/") else 1.0)
         if "reference/mean_reward" in scalars:
-            references[run_dir.name] = scalars["reference/mean_reward"][1][-1]
+            references[reference_name(run_dir)] = scalars["reference/mean_reward"][1][-1]
     for ax, tag in zip(axes[0], tags):
-        if tag == "eval/mean_reward" and references:
-            ax.axhline(max(references.values()), color="black", linestyle="--", linewidth=1,
-                       label="reference policy (same seeds)")
+        if tag == "eval/mean_reward":
+            for (name, value), style in zip(references.items(), ("--", ":", "-.")):
+                ax.axhline(value, color="black", linestyle=style, linewidth=1, label=f"{name} (same seeds)")
         ax.set_xlabel("environment steps")
         ax.set_title(tag)
         ax.grid(alpha=0.3)

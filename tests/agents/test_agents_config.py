@@ -96,6 +96,9 @@ def test_train__malformed_or_unknown_override_lists_the_valid_keys():
     with pytest.raises(ValueError, match="invalid configuration"):
         validate_algo_config({"name": "dqn", "batch_size": "big"})
     train.check_cli(["env=uec-v0", "algo=dqn", "steps=300", "algo.batch_size=8", "hydra.run.dir=."])  # fine
+    train.check_cli(["+experiment=oinc_sac_paper", "-m", "seed=0,1"])  # presets and sweeps are fine
+    with pytest.raises(ValueError, match=r"valid experiments: \["):
+        train.check_cli(["+experiment=nope"])
 
 
 def test_train__action_space_mismatch_names_the_algos_that_fit():

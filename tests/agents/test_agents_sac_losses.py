@@ -144,3 +144,40 @@ def test_sac__policy_never_picks_a_masked_action():
     with th.no_grad():
         probs, _, _ = model.policy.distribution(th.as_tensor(obs))
     assert (probs[:, 0][~th.as_tensor(mask)] == 0).all()
+
+
+def test_sac__multidiscrete_env_trains_and_acts_within_each_head(tmp_path):
+    import gymnasium as gym
+
+    class TwoHeadEnv(gym.Env):
+        """Reward 1 when head 0 picks the observed index and head 1 picks 2, else 0."""
+
+        observation_space = spaces.Box(0.0, 1.0, (3,), np.float32)
+        action_space = spaces.MultiDiscrete([3, 4])
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self._target, self._t = int(self.np_random.integers(3)), 0
+            return self._obs(), {}
+
+        def _obs(self):
+            return np.eye(3, dtype=np.float32)[self._target]
+
+        def step(self, action):
+            assert action.shape == (2,) and 0 <= action[0] < 3 and 0 <= action[1] < 4
+            reward = float(action[0] == self._target and action[1] == 2)
+            self._t += 1
+            self._target = int(self.np_random.integers(3))
+            return self._obs(), reward, self._t >= 10, False, {}
+
+    env = TwoHeadEnv()
+    model = DiscreteSAC("MlpPolicy", env, seed=0, device="cpu", learning_starts=50, batch_size=32,
+                        learning_rate=3e-3, gamma=0.0, policy_kwargs={"net_arch": [32]})
+    model.learn(600)
+    obs = np.eye(3, dtype=np.float32)
+    actions, _ = model.predict(obs, deterministic=True)
+    assert actions.shape == (3, 2)
+    assert actions[:, 0].tolist() == [0, 1, 2] and (actions[:, 1] == 2).all()  # learned both heads
+    model.save(tmp_path / "m")
+    loaded = DiscreteSAC.load(tmp_path / "m.zip", device="cpu")
+    assert np.array_equal(loaded.predict(obs, deterministic=True)[0], actions)

@@ -159,3 +159,23 @@ def test_train__save_load_round_trip_gives_identical_deterministic_actions(cls, 
     obs = np.stack([env.reset(seed=s)[0] for s in range(50)])
     assert np.array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
     assert loaded.mask_dim == model.mask_dim == env.action_space.n
+
+
+def test_train__run_in_process_with_two_envs_and_a_reference_algo(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    import train
+
+    overrides = ["env=uec-v0", "algo=dqn", "steps=200", "n_envs=2", f"out={tmp_path}", *SMALL, *NO_REFERENCE]
+    with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+        reference_cfg = compose("config", overrides=["env=uec-v0", "algo=reference", "algo.policy=pickconfigs",
+                                                     "eval.episodes=2", "eval.bound=false", f"out={tmp_path}"])
+    run_dir = train.run(cfg, overrides=overrides)
+    assert (run_dir / "model.zip").is_file()
+    steps = [float(line.split(",")[0]) for line in (run_dir / "eval.csv").read_text().splitlines()[1:]]
+    assert steps[-1] >= 200
+    reference_dir = train.run(reference_cfg)
+    assert reference_dir.name.startswith("uec-v0__reference__0__")
+    policy = load_run_policy(reference_dir, gym.make("UEC-v0"))
+    assert policy.name == "pickconfigs" or hasattr(policy, "act")
