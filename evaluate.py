@@ -205,7 +205,14 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
 def run(cfg: DictConfig) -> Path:
     """Evaluate (or run the experiment's sweeps) as configured; returns the output folder."""
     resolve_settings(cfg)  # fail at once on bad input, before any work
-    out_dir = Path(cfg.out) if cfg.get("out") else Path("results") / f"{cfg.env.name}__{datetime.now():%Y%m%d-%H%M%S}"
+    if cfg.get("out"):
+        out_dir = Path(cfg.out)
+    else:  # a fresh folder even when two runs start within the same second (e.g. `-m seed=0,1`)
+        stem = Path("results") / f"{cfg.env.name}__{datetime.now():%Y%m%d-%H%M%S}"
+        out_dir, copy = stem, 1
+        while out_dir.exists():
+            copy += 1
+            out_dir = stem.with_name(f"{stem.name}-{copy}")
     out_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, out_dir / "config.yaml")
     sweeps = cfg.get("sweeps") or []
