@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,18 @@ def test_evaluate__rescue_experiments_compose_with_valid_sweeps(name):
         fixed = {k.split(".")[-1]: v for k, v in (sweep.get("overrides") or {}).items()}
         for value in OmegaConf.to_container(sweep["values"]):
             PRESETS["paper"].replace(**{**fixed, sweep.parameter.split(".")[-1]: value})  # raises if invalid
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    script = Path(__file__).resolve().parents[1] / "evaluate.py"
+    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_evaluate__command_line_prints_the_folder_last_and_fails_cleanly(tmp_path):
+    done = run_cli("env=uec-v0", "env.kwargs.scenario=tiny", "policies=[random]", "instances=1", "episodes=1",
+                   "progress=false", f"out={tmp_path / 'ok'}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(tmp_path / "ok")
+    assert (tmp_path / "ok" / "summary.csv").is_file()
+    bad = run_cli("env=uec-v0", "policies=[bogus]", cwd=tmp_path)
+    assert bad.returncode == 2 and "valid policies" in bad.stderr
