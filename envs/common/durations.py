@@ -1,8 +1,10 @@
 """Discrete duration distributions on {1, ..., d_cap}: the four families of RESCUE's Fig. 8.
 
-Each family is parameterised by its mean μ (slots); the support is {1, ..., ⌈3μ⌉}. Continuous
-laws are discretised by rounding to the nearest slot (mass of [d - ½, d + ½)), truncated to the
-support and renormalised:
+Each family is parameterised by its mean μ (slots). Continuous laws are discretised by rounding to
+the nearest slot (mass of [d - ½, d + ½)) on {1, ..., ⌈3μ⌉}, renormalised, and the tail beyond the
+99.9 % quantile is cut off (``TAIL_MASS``): a retraining profile has a hard longest duration, which is
+what the env's reserved-task mask must block for, and a far tail of mass 1e-9 would otherwise set it
+(⌈3μ⌉ for the normal family instead of ≈ 1.8μ). The families:
 
 * ``normal``: N(μ, (0.25μ)²);
 * ``uniform``: uniform on {⌈0.5μ⌉, ..., ⌊1.5μ⌋} (at least {1});
@@ -25,10 +27,12 @@ DURATION_FAMILIES: tuple[str, ...] = ("normal", "uniform", "bimodal", "heavy_tai
 
 #: σ of the log-normal used by the ``heavy_tail`` family.
 HEAVY_TAIL_SIGMA = 1.0
+#: Probability mass cut from the upper tail (durations beyond the 99.9 % quantile never occur).
+TAIL_MASS = 1e-3
 
 
 def support_cap(mean: float) -> int:
-    """Largest duration of the pmf with this mean: ⌈3μ⌉."""
+    """Largest duration any family may reach at this mean: ⌈3μ⌉ (before the tail cut)."""
     return max(1, math.ceil(3.0 * mean - 1e-9))
 
 
@@ -46,8 +50,20 @@ def _normal_cdf(mean: float, std: float):
     return lambda x: ndtr((x - mean) / std)
 
 
+def cut_tail(pmf: np.ndarray, tail_mass: float = TAIL_MASS) -> np.ndarray:
+    """Drop the durations beyond the (1 - tail_mass)-quantile and renormalise."""
+    last = int(np.searchsorted(np.cumsum(pmf), 1.0 - tail_mass - 1e-12)) + 1
+    kept = pmf[: min(last, pmf.size)]
+    return kept / kept.sum()
+
+
 def duration_pmf(family: str, mean: float) -> np.ndarray:
-    """Pmf over durations 1..⌈3μ⌉ (index 0 is duration 1) of ``family`` with mean ``mean`` slots."""
+    """Pmf over durations 1..d_max (index 0 is duration 1) of ``family`` with mean ``mean`` slots,
+    d_max ≤ ⌈3μ⌉ being its 99.9 % quantile (the heavy tail keeps the whole ⌈3μ⌉ support)."""
+    return cut_tail(_untruncated_pmf(family, mean))
+
+
+def _untruncated_pmf(family: str, mean: float) -> np.ndarray:
     check_choice("duration_family", family, DURATION_FAMILIES)
     check_in_range("mean duration", mean, 1.0, 1e4)
     cap = support_cap(mean)

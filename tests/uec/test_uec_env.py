@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
-from tests_helpers_uec import random_feasible_rollout
 
 import envs  # noqa: F401
 from envs.uec.env import UECEnv
 from envs.uec.generator import PRESETS, Scenario, generate_instance
+
+from tests_helpers_uec import random_feasible_rollout
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 

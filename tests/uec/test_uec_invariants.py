@@ -17,6 +17,7 @@ from envs.common.durations import DURATION_FAMILIES
 from envs.uec import dynamics
 from envs.uec.env import UECEnv
 from envs.uec.generator import Scenario
+
 from tests_helpers_uec import edf_slot_by_slot
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from envs.common.durations import DURATION_FAMILIES, duration_pmf, support_cap, survival
+from envs.common.durations import DURATION_FAMILIES, TAIL_MASS, _untruncated_pmf, duration_pmf, support_cap, survival
 from envs.common.radio import channel_model, shannon_rate_bps
 from envs.uec import dynamics
 from envs.uec.generator import fig3_instance, theorem2_instance
@@ -75,7 +75,10 @@ def test_uec__theorem2_instance_has_the_papers_profits():
 def test_uec__duration_pmf_is_normalised_with_the_requested_mean_and_support(family, mean):
     pmf = duration_pmf(family, mean)
     durations = np.arange(1, pmf.size + 1)
-    assert pmf.size == support_cap(mean) == math.ceil(3 * mean)
+    assert pmf.size <= support_cap(mean) == math.ceil(3 * mean)
+    full = _untruncated_pmf(family, mean)  # the support ends at the 99.9 % quantile of the rounded law
+    assert full[: pmf.size].sum() >= 1.0 - TAIL_MASS - 1e-12 and full[: pmf.size - 1].sum() < 1.0 - TAIL_MASS
+    np.testing.assert_allclose(pmf, full[: pmf.size] / full[: pmf.size].sum())
     assert np.all(pmf >= 0)
     assert pmf.sum() == pytest.approx(1.0, abs=1e-12)
     # rounding a continuous law shifts the mean by < 1 % except at μ = 1, where truncation at d ≥ 1 bites
@@ -85,7 +88,12 @@ def test_uec__duration_pmf_is_normalised_with_the_requested_mean_and_support(fam
 
 def test_uec__uniform_pmf_support_is_half_to_three_halves_of_the_mean():
     pmf = duration_pmf("uniform", 4.0)
-    np.testing.assert_allclose(pmf[:8], [0, 0.2, 0.2, 0.2, 0.2, 0.2, 0, 0])  # {2, ..., 6}
+    np.testing.assert_allclose(pmf, [0, 0.2, 0.2, 0.2, 0.2, 0.2])  # {2, ..., 6}
+
+
+def test_uec__normal_pmf_support_ends_near_mean_plus_three_sigma():
+    # N(18, 4.5²): the 99.9 % quantile is 18 + 3.09·4.5 ≈ 31.9 slots, far below ⌈3μ⌉ = 54
+    assert duration_pmf("normal", 18.0).size == 32
 
 
 def test_uec__bimodal_pmf_has_two_modes_and_heavy_tail_has_a_long_tail():
