@@ -328,9 +328,14 @@ def _dispatch(prepared: Prepared, run_dir: Path, mask_dim: int) -> bool:
         _run_reference(prepared, run_dir, seeds)
         return False
     if spec.kind == "custom":
+        import torch
+
         trainer = spec.load_target()
+        device = str(top.device)
+        if device == "auto":  # contract 5 trainers get a concrete torch device
+            device = "cuda" if torch.cuda.is_available() else "cpu"
         model_path = trainer(prepared.env, prepared.algo, run_dir=run_dir, seed=int(top.seed),
-                             steps=prepared.steps, device=str(top.device))
+                             steps=prepared.steps, device=device)
         log.info("model saved to %s", model_path)
         return False
     return _train_sb3(prepared, run_dir, mask_dim, seeds)
