@@ -4,7 +4,10 @@ Registered for "ASET-v0":
 
 * ``closest``, ``load_balancing``, ``farthest``, ``cheaper``, ``random_latency``, ``random_load``,
   ``least_impedance``: that static policy held for the whole episode (paper Section III-C);
-* ``random_switch``: a uniformly random static policy in every window.
+* ``random_switch``: a uniformly random static policy in every window;
+* ``periodic_switch``: a fixed cycle of static policies, by default (least_impedance, least_impedance,
+  farthest): a hand-found, non-adaptive reference showing how much mere mixing of two static
+  policies gains (see README, section ASET).
 
 ``evaluate_policies`` also understands ``best_static_hindsight``: per episode, the best of the seven
 static policies on that same episode (an upper bound no single static policy reaches).
@@ -73,6 +76,34 @@ for _index in range(len(POLICY_NAMES)):
 @register_policy(ENV_ID, "random_switch")
 def _random_switch(env: gym.Env, **kwargs: Any) -> RandomSwitchPolicy:
     return RandomSwitchPolicy()
+
+
+class PeriodicSwitchPolicy:
+    """Cycles through a fixed sequence of static policies, one per window (no state is read)."""
+
+    name = "periodic_switch"
+
+    def __init__(self, sequence: tuple[str | int, ...] = ("least_impedance", "least_impedance", "farthest")) -> None:
+        if len(sequence) == 0:
+            raise ValueError(f"sequence=() is invalid: expected a non-empty list of {list(POLICY_NAMES)}")
+        self.sequence = [POLICY_NAMES.index(p) if isinstance(p, str) and p in POLICY_NAMES else p for p in sequence]
+        for p in self.sequence:
+            if not isinstance(p, (int, np.integer)) or not 0 <= p < len(POLICY_NAMES):
+                raise ValueError(f"sequence entry {p!r} is invalid: expected one of {list(POLICY_NAMES)} or 0..6")
+        self._t = 0
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._t = 0
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        action = int(self.sequence[self._t % len(self.sequence)])
+        self._t += 1
+        return action
+
+
+@register_policy(ENV_ID, "periodic_switch")
+def _periodic_switch(env: gym.Env, **kwargs: Any) -> PeriodicSwitchPolicy:
+    return PeriodicSwitchPolicy(**kwargs)
 
 
 # ------------------------------------------------------------------------------------ evaluation

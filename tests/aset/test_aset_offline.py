@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_aset__registry_has_the_seven_static_policies_and_random_switch():
     names = available_policies("ASET-v0")
-    assert set(POLICY_NAMES) | {"random_switch"} <= set(names)
+    assert set(POLICY_NAMES) | {"random_switch", "periodic_switch"} <= set(names)
     env = ASETEnv(topology="dc-cloud", horizon=3, theta=0.0)
     for index, name in enumerate(POLICY_NAMES):
         policy = make_policy("ASET-v0", name, env)
@@ -33,6 +33,16 @@ def test_aset__registry_has_the_seven_static_policies_and_random_switch():
     switch.reset(env, seed=1)
     actions = {switch.act(obs, info) for _ in range(60)}
     assert actions == set(range(7))
+
+
+def test_aset__periodic_switch_cycles_its_sequence_and_validates_it():
+    env = ASETEnv(topology="dc-cloud", horizon=7, theta=0.0)
+    result = run_episode(env, make_policy("ASET-v0", "periodic_switch", env), seed=0, keep_step_infos=True)
+    assert [i["policy"] for i in result.step_infos] == ["least_impedance", "least_impedance", "farthest"] * 2 + [
+        "least_impedance"
+    ]
+    with pytest.raises(ValueError, match="sequence"):
+        make_policy("ASET-v0", "periodic_switch", env, sequence=("fastest",))
 
 
 def test_aset__static_policy_episode_applies_its_policy_every_window():
