@@ -9,12 +9,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.validation import check_in_range
+from envs.common.validation import check_choice, check_in_range
 from envs.uec import dynamics
 from envs.uec.generator import Scenario, generate_instance, resolve_scenario
 from envs.uec.types import Instance, State
 
 _MAX_REDRAWS = 1000
+#: How reserved tasks keep priority over retraining (see the class docstring, "Action Space").
+RESERVED_PRIORITIES = ("mask", "preempt")
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,18 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     ## Action Space
 
     ``Discrete(1 + K·L)``: 0 rejects the task; ``1 + k·L + l`` assigns it to server k with profile l.
-    An action inside the space but infeasible now (server busy, or reserved tasks would be put at
-    risk) is carried out as a reject and flagged with ``info["invalid_action"] = True``. An action
-    outside the space (or not an integer) raises ``ValueError``.
+    An action inside the space but infeasible now is carried out as a reject and flagged with
+    ``info["invalid_action"] = True``. An action outside the space (or not an integer) raises
+    ``ValueError``. What is feasible depends on ``reserved_priority``:
+
+    * ``"mask"`` (default, the design's reading of Alg. 1's "k is available"): server k runs no
+      retraining task and its reserved tasks stay satisfiable with k blocked for the longest duration
+      of profile l. A task then always runs to its end.
+    * ``"preempt"``: any idle server; reserved tasks keep priority by preemption: if the task would
+      still hold the server when its reserved tasks need it, it is stopped at that moment, earns
+      nothing, and ``info["preempted"]`` is True. This matches the LP/DP's view of availability.
+
+    Either way no reserved task can miss its demand, whatever the policy does.
 
     ## Observation Space
 
@@ -125,8 +136,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     Every step: ``action_mask`` (int8, 1 + K·L), ``time`` (slot t of the pending task), ``device``
     (its j, -1 after the end), ``invalid_action`` (bool, step only), ``expected_profit`` (R_jkl(t) of
-    the chosen SSP, 0 for a reject; step only), ``duration`` (realised slots, 0 for a reject).
-    At episode end also: ``episode_profit``, ``accepted``, ``rejected``, ``invalid_actions``,
+    the chosen SSP, 0 for a reject; step only), ``duration`` (slots the server is held, 0 for a
+    reject), ``preempted`` (bool, step only). At episode end also: ``episode_profit``, ``accepted``,
+    ``rejected``, ``invalid_actions``, ``preemptions``,
     ``uec_utilisation`` (retraining work / capacity left by reserved tasks, within the horizon),
     ``reserved_completed`` and ``reserved_total`` (EDF audit: they must be equal).
 
@@ -134,13 +146,14 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     ```python
     gym.make("UEC-v0", scenario="paper", scenario_overrides=None, instance_seed=0,
-             resample_instance=False, lp_features=False)
+             resample_instance=False, lp_features=False, reserved_priority="mask")
     ```
     * ``scenario``: preset name (``"paper"``, ``"tiny"``, ``"theorem2"``, ``"fig3"``) or a ``Scenario``.
     * ``scenario_overrides``: dict of ``Scenario`` fields to change, e.g. ``{"num_servers": 6}``.
     * ``instance_seed``: seed of the fixed instance.
     * ``resample_instance``: draw a new instance (same scenario) at every reset, for training across instances.
     * ``lp_features``: append RESCUE's value functions A_jkl(t) and B_k(t+1) (solves the LP once per instance).
+    * ``reserved_priority``: ``"mask"`` or ``"preempt"`` (see Action Space).
 
     ## Version History
 
@@ -156,6 +169,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         instance_seed: int | None = 0,
         resample_instance: bool = False,
         lp_features: bool = False,
+        reserved_priority: str = "mask",
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -164,6 +178,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
         self.render_mode = render_mode
         self.lp_features = bool(lp_features)
+        self.reserved_priority = check_choice("reserved_priority", reserved_priority, RESERVED_PRIORITIES)
         self.resample_instance = bool(resample_instance)
         resolved = resolve_scenario(scenario, scenario_overrides)
         if isinstance(resolved, Instance):
@@ -275,20 +290,25 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             raise RuntimeError("the episode has terminated; call reset()")
         action = int(action)
         t, device = st.time, int(self._arrival_devices[st.decision])
-        reward, expected, duration, invalid = 0.0, 0.0, 0, False
+        reward, expected, duration, invalid, preempted = 0.0, 0.0, 0, False, False
         if action != 0:
             if self._obs_table[st.decision, self._mask_start + action]:
                 server, profile = divmod(action - 1, self.instance.num_profiles)
                 u = self._duration_u[st.decision]
                 duration = int(self._duration_cdf[profile].searchsorted(u, side="right")) + 1
-                reward = dynamics.realised_profit(self.instance, device, server, t, duration)
+                limit = st.block_limits[st.decision, server]
+                if duration > limit:  # only in "preempt" mode: reserved work reclaims the server first
+                    duration, preempted = int(limit), True
+                    st.preempted += 1
+                else:
+                    reward = dynamics.realised_profit(self.instance, device, server, t, duration)
                 expected = float(self._profit_by_time[t, device, action - 1])
                 self._accept(server, t, duration)
                 st.profit += reward
             else:
                 invalid = True
                 st.invalid_actions += 1
-        if duration == 0:
+        if action == 0 or invalid:
             st.rejected += 1
         st.decision += 1
         terminated = st.decision >= self._arrival_slots.size
@@ -297,6 +317,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         info["invalid_action"] = invalid
         info["expected_profit"] = expected
         info["duration"] = duration
+        info["preempted"] = preempted
         if terminated:
             info.update(self._episode_summary())
         return obs, float(reward), terminated, False, info
@@ -366,7 +387,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             rows[:N, lp : lp + K * L] = activation[slots, devices]
             rows[:N, lp + K * L : sl["lp"].stop] = baseline[slots]
         rows[:, self._mask_start] = 1.0  # reject is always feasible
-        rows[:N, self._mask_start + 1 :] = (limits[:, :, None] >= self._max_duration).reshape(N, K * L)
+        if self.reserved_priority == "mask":
+            rows[:N, self._mask_start + 1 :] = (limits[:, :, None] >= self._max_duration).reshape(N, K * L)
+        else:  # "preempt": any idle server may be chosen
+            rows[:N, self._mask_start + 1 :] = 1.0
         return rows
 
     def _accept(self, server: int, start: int, duration: int) -> None:
@@ -393,7 +417,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
                 limits = dynamics.max_feasible_block(pairs, st.pair_slack[server], cum, slots[first_free:])
                 st.block_limits[first_free:, server] = limits
                 table[first_free:-1, srv + 4] = np.minimum(limits * self._inv_duration_scale, 1.0)
-                table[first_free:-1, mask_cols] = limits[:, None] >= self._max_duration
+                if self.reserved_priority == "mask":
+                    table[first_free:-1, mask_cols] = limits[:, None] >= self._max_duration
         if self._reserved_work[start:free_from, server].any():  # reserved work would run in the block
             available = inst.capacity[server, start:].copy()
             available[:duration] = 0.0
@@ -436,6 +461,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             "accepted": st.accepted,
             "rejected": st.rejected,
             "invalid_actions": st.invalid_actions,
+            "preemptions": st.preempted,
             "uec_utilisation": st.retraining_work / self._uec_capacity if self._uec_capacity > 0 else 0.0,
             "reserved_completed": completed,
             "reserved_total": len(res),

@@ -108,15 +108,16 @@ class Scenario:
         check_in_range("reserved_density", self.reserved_density, 0.0, 1.0, low_inclusive=False)
         check_in_range("reserved_demand", self.reserved_demand, 0.0, 1.0, high_inclusive=False)
         check_in_range("over_provisioning", self.over_provisioning, 0.0, 10.0)
-        max_demand = self.reserved_density / (1.0 + self.over_provisioning)
+        covered = round(self.reserved_density * self.horizon)  # slots covered by windows on each server
+        max_demand = covered / self.horizon / (1.0 + self.over_provisioning)
         if self.num_reserved > 0 and self.reserved_demand > max_demand * (1 - 1e-9):
             raise ValueError(
                 f"reserved_demand={self.reserved_demand} cannot be over-provisioned by "
-                f"{self.over_provisioning:.0%} within reserved_density={self.reserved_density}: "
-                f"allowed values are reserved_demand < reserved_density / (1 + over_provisioning) = {max_demand:.4g}"
+                f"{self.over_provisioning:.0%} within reserved_density={self.reserved_density} "
+                f"({covered} of horizon={self.horizon} slots): allowed values are reserved_demand < "
+                f"reserved_density / (1 + over_provisioning) = {max_demand:.4g}"
             )
         per_server = math.ceil(self.num_reserved / self.num_servers)
-        covered = round(self.reserved_density * self.horizon)
         if self.num_reserved > 0 and per_server > covered:
             raise ValueError(
                 f"num_reserved={self.num_reserved} does not fit: {per_server} windows per server need at least "

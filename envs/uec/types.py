@@ -188,7 +188,7 @@ class State:
         pair_slack: per server, the remaining slack of each reserved-task interval constraint.
         block_limits: (N, K) longest feasible block at each of the episode's N arrivals, given the blocks so far.
         backlog: (T + 1, K) reserved backlog at the start of each slot, given the blocks so far.
-        profit, accepted, rejected, invalid_actions: running totals.
+        profit, accepted, rejected, invalid_actions, preempted: running totals.
         retraining_work: capacity (tera-MAC, within the horizon) given to retraining so far.
         blocks: (server, start, duration) of every accepted task, for reports and audits.
     """
@@ -204,5 +204,6 @@ class State:
     accepted: int = 0
     rejected: int = 0
     invalid_actions: int = 0
+    preempted: int = 0
     retraining_work: float = 0.0
     blocks: list[tuple[int, int, int]] = field(default_factory=list)

@@ -43,7 +43,7 @@ def scenarios(draw) -> Scenario:
         mean_arrival_prob=draw(st.floats(0.2, 1.0)),
         num_reserved=num_reserved,
         reserved_density=density,
-        reserved_demand=draw(st.floats(0.0, 0.95)) * density / 1.1,
+        reserved_demand=draw(st.floats(0.0, 0.95)) * round(density * horizon) / horizon / 1.1,
         name="hypothesis",
     )
 
@@ -75,9 +75,14 @@ def edf_meets_all(inst, server: int, blocked: list[tuple[int, int]]) -> bool:
     return bool(np.all(served >= res.demand[on] - 1e-7))
 
 
-@given(scenario=scenarios(), policy=st.sampled_from(POLICIES), seed=st.integers(0, 2**16))
-def test_uec__invariants_hold_under_any_policy(scenario, policy, seed):
-    env = UECEnv(scenario=scenario, instance_seed=seed)
+@given(
+    scenario=scenarios(),
+    policy=st.sampled_from(POLICIES),
+    seed=st.integers(0, 2**16),
+    priority=st.sampled_from(("mask", "preempt")),
+)
+def test_uec__invariants_hold_under_any_policy(scenario, policy, seed, priority):
+    env = UECEnv(scenario=scenario, instance_seed=seed, reserved_priority=priority)
     inst = env.instance
     rng = np.random.default_rng(seed + 1)
     obs, info = env.reset(seed=seed)
@@ -93,7 +98,9 @@ def test_uec__invariants_hold_under_any_policy(scenario, policy, seed):
         assert mask[0] == 1 and mask.dtype == np.int8
         for k in range(inst.num_servers):
             for l in range(inst.num_profiles):
-                rule = busy_until[k] <= t and edf_meets_all(inst, k, [*blocks[k], (t, int(inst.max_duration[l]))])
+                idle = busy_until[k] <= t
+                safe = edf_meets_all(inst, k, [*blocks[k], (t, int(inst.max_duration[l]))])
+                rule = idle and (safe or priority == "preempt")
                 assert bool(mask[1 + k * inst.num_profiles + l]) == rule, (t, k, l)
         action = choose(policy, info, obs, env, rng)
         obs, reward, terminated, truncated, info = env.step(action)
@@ -106,7 +113,13 @@ def test_uec__invariants_hold_under_any_policy(scenario, policy, seed):
         elif action != 0:
             server, profile = divmod(action - 1, inst.num_profiles)
             duration = info["duration"]
-            assert 1 <= duration <= inst.max_duration[profile]
+            assert duration <= inst.max_duration[profile]
+            if info["preempted"]:  # stopped exactly when one more slot would break the reserved tasks
+                assert priority == "preempt" and reward == 0.0
+                assert edf_meets_all(inst, server, [*blocks[server], (t, duration)])
+                assert not edf_meets_all(inst, server, [*blocks[server], (t, duration + 1)])
+            else:
+                assert duration >= 1
             assert busy_until[server] <= t  # a server never runs two retraining tasks
             blocks[server].append((t, duration))
             busy_until[server] = t + duration
