@@ -40,9 +40,15 @@ def load_model(path: Path, device: str = "cpu") -> tuple[CoRaiSNet, dict[str, An
 
 
 class CoRaiSPolicy:
-    """The trained dispatcher: greedy (``samples=None``) or best of ``samples`` sampled decisions."""
+    """The trained dispatcher: greedy (``samples=None``) or best of ``samples`` sampled decisions.
 
-    def __init__(self, model: CoRaiSNet, samples: int | None = None, device: str = "cpu") -> None:
+    ``threads`` sets torch's intra-op threads for the process (default 1: a greedy decision at
+    (10, 5, 100) takes ~1 ms on one core, but hundreds of ms when two threads spin on a loaded machine).
+    """
+
+    def __init__(
+        self, model: CoRaiSNet, samples: int | None = None, device: str = "cpu", threads: int | None = 1
+    ) -> None:
         if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
             raise ValueError(f"samples={samples!r} is invalid: expected None (greedy) or an integer >= 1")
         self.model = model.eval()
@@ -51,6 +57,8 @@ class CoRaiSPolicy:
         self.name = "corais_greedy" if samples is None else f"corais_{samples}"
         self._env: gym.Env | None = None
         self._gen = torch.Generator(device="cpu")
+        if threads:  # process-wide: one thread is fastest for this small model (more spin-wait when busy)
+            torch.set_num_threads(int(threads))
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         self._env = env
@@ -81,6 +89,7 @@ def load_corais_policy(
     samples: int | None = None,
     checkpoint: str = MODEL_FILE,
     device: str = "cpu",
+    threads: int | None = 1,
 ) -> CoRaiSPolicy:
     """A CoRaiSPolicy from ``run_dir/checkpoint`` (or the shipped pretrained model when run_dir is None)."""
     folder = PRETRAINED_DIR if run_dir is None else Path(run_dir)
@@ -91,4 +100,4 @@ def load_corais_policy(
             f"(agents/corais/trainer.py) or None for the shipped model in {PRETRAINED_DIR}"
         )
     model, _ = load_model(path, device=device)
-    return CoRaiSPolicy(model, samples=samples, device=device)
+    return CoRaiSPolicy(model, samples=samples, device=device, threads=threads)

@@ -210,3 +210,31 @@ def train(
 def load_policy(run_dir: Path, env: gym.Env, **kwargs: Any) -> CoRaiSPolicy:
     """Contract 5: the CoRaiS policy of a run folder; kwargs ``samples`` (None = greedy), ``checkpoint``."""
     return load_corais_policy(run_dir, env, **kwargs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI without Hydra: ``python -m agents.corais.trainer --run-dir runs/corais_cpu --minutes 13.5``."""
+    import argparse
+
+    import yaml
+
+    parser = argparse.ArgumentParser(description="Train the CoRaiS dispatcher (REINFORCE).")
+    parser.add_argument("--config", default=str(Path(__file__).resolve().parents[2] / "conf/algo/corais.yaml"))
+    parser.add_argument("--scale", type=int, nargs=3, default=(10, 5, 100), metavar=("N", "Q", "Z"))
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=10**9, help="instances to dispatch (default: until --minutes)")
+    parser.add_argument("--minutes", type=float, default=None, help="override max_minutes")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    with open(args.config) as fh:
+        algo = yaml.safe_load(fh)
+    if args.minutes is not None:
+        algo["max_minutes"] = args.minutes
+    path = train({"kwargs": {"scale": list(args.scale)}}, algo, run_dir=Path(args.run_dir), seed=args.seed,
+                 steps=args.steps, device=args.device)
+    print(path)
+
+
+if __name__ == "__main__":
+    main()
