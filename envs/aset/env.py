@@ -133,6 +133,12 @@ class ASETEnv(gym.Env):
         check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
         self.obs_layout = check_choice("obs_layout", obs_layout, OBS_LAYOUTS)
         self.topology = topology
+        #: The constructor arguments, so that policies can build an identical copy (e.g. for hindsight).
+        self.init_kwargs: dict[str, Any] = {
+            "topology": topology, "lam": lam, "scenario_overrides": dict(scenario_overrides or {}),
+            "instance_seed": instance_seed, "resample_instance": resample_instance, "horizon": horizon,
+            "theta": theta, "obs_layout": obs_layout,
+        }
         self.scenario = Scenario.from_overrides(lam, scenario_overrides)
         self.horizon = int(horizon)
         self.theta = float(theta)

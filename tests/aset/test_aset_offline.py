@@ -73,6 +73,19 @@ def test_aset__evaluate_policies_rows_columns_and_hindsight(tmp_path):
     assert (tmp_path / "success_over_time.csv").exists()
 
 
+def test_aset__hindsight_policy_matches_the_evaluation_shortcut(tmp_path):
+    env_kwargs = {"topology": "dc-cloud", "horizon": 5, "theta": 0.0}
+    rows = evaluate_policies(env_kwargs, [HINDSIGHT], instances=1, episodes=1, seed=2, out_dir=tmp_path, progress=False)
+    from offline.aset import episode_seed
+
+    env = ASETEnv(**env_kwargs, instance_seed=2)
+    policy = make_policy("ASET-v0", HINDSIGHT, env)
+    infos = run_episode(env, policy, seed=episode_seed(2, 0, 0), keep_step_infos=True).step_infos
+    success = sum(i["success"] * i["queries"] for i in infos) / sum(i["queries"] for i in infos)
+    assert success == pytest.approx(rows[0]["success_rate"])
+    assert success == pytest.approx(max(policy.success_by_policy.values()))
+
+
 def test_aset__evaluate_policies_is_reproducible(tmp_path):
     kwargs = {"topology": "co-dc-cloud", "horizon": 4, "theta": 0.0}
     a = evaluate_policies(kwargs, ["random_load"], instances=1, episodes=2, seed=1, out_dir=tmp_path, progress=False)
@@ -141,7 +154,7 @@ def test_aset__experiment_configs_name_registered_policies_and_env_fields():
     exp_dir = ROOT / "conf" / "experiment"
     files = sorted(exp_dir.glob("aset_*.yaml"))
     assert files
-    registered = set(available_policies("ASET-v0")) | {HINDSIGHT}
+    registered = set(available_policies("ASET-v0"))
     for path in files:
         cfg = yaml.safe_load(Path(path).read_text())
         assert {"override /env": "aset-v0"} in cfg["defaults"], path.name
