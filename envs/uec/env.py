@@ -99,12 +99,13 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     ``info["invalid_action"] = True``. An action outside the space (or not an integer) raises
     ``ValueError``. What is feasible depends on ``reserved_priority``:
 
-    * ``"mask"`` (default, the design's reading of Alg. 1's "k is available"): server k runs no
+    * ``"preempt"`` (default): any idle server; reserved tasks keep priority by preemption: if the
+      task would still hold the server when its reserved tasks need it, it is stopped at that moment,
+      earns nothing, and ``info["preempted"]`` is True. Availability is then what RESCUE's LP and value
+      functions assume (a server is available iff no retraining task holds it).
+    * ``"mask"`` (the design document's reading of Alg. 1's "k is available"): server k runs no
       retraining task and its reserved tasks stay satisfiable with k blocked for the longest duration
-      of profile l. A task then always runs to its end.
-    * ``"preempt"``: any idle server; reserved tasks keep priority by preemption: if the task would
-      still hold the server when its reserved tasks need it, it is stopped at that moment, earns
-      nothing, and ``info["preempted"]`` is True. This matches the LP/DP's view of availability.
+      of profile l. A task then always runs to its end, but many SSPs are refused.
 
     Either way no reserved task can miss its demand, whatever the policy does.
 
@@ -146,7 +147,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     ```python
     gym.make("UEC-v0", scenario="paper", scenario_overrides=None, instance_seed=0,
-             resample_instance=False, lp_features=False, reserved_priority="mask")
+             resample_instance=False, lp_features=False, reserved_priority="preempt")
     ```
     * ``scenario``: preset name (``"paper"``, ``"tiny"``, ``"theorem2"``, ``"fig3"``) or a ``Scenario``.
     * ``scenario_overrides``: dict of ``Scenario`` fields to change, e.g. ``{"num_servers": 6}``.
@@ -169,7 +170,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         instance_seed: int | None = 0,
         resample_instance: bool = False,
         lp_features: bool = False,
-        reserved_priority: str = "mask",
+        reserved_priority: str = "preempt",
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
