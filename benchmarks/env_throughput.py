@@ -4,7 +4,8 @@
 
 UEC-v0 runs its default ("paper") preset with the instance fixed, under a uniformly random *feasible*
 policy (the mask is read from ``info["action_mask"]``); CartPole-v1 runs random actions. Both are
-created with ``gym.make`` (so both pay the same wrapper overhead) and auto-reset at episode end.
+created with ``gym.make`` (so both pay the same wrapper overhead), auto-reset at episode end, and are
+measured in alternating bursts so that both see the same load.
 Other envs report their own unit (OINC-v0: slots, ASET-v0: windows) when their benchmark is present.
 Timings are machine-dependent: quote the ratio, measured in one run.
 """
@@ -26,32 +27,54 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import envs  # noqa: F401  (registers the ids)
 
 
-def steps_per_second(env_id: str, seconds: float, masked: bool, seed: int = 0, **kwargs) -> float:
-    """Random-policy steps per second of ``env_id`` over about ``seconds`` of wall time."""
-    env = gym.make(env_id, **kwargs)
-    rng = np.random.default_rng(seed)
-    _, info = env.reset(seed=seed)
-    n_actions = env.action_space.n
-    steps, episode = 0, 0
-    deadline = time.perf_counter() + seconds
-    start = time.perf_counter()
-    while True:
-        for _ in range(256):
-            if masked:
+class RandomRunner:
+    """Steps ``env_id`` under a random (feasible, if ``masked``) policy, auto-resetting episodes."""
+
+    def __init__(self, env_id: str, masked: bool, seed: int = 0, **kwargs) -> None:
+        self.env = gym.make(env_id, **kwargs)
+        self.masked, self.seed, self.episode = masked, seed, 0
+        self.rng = np.random.default_rng(seed)
+        self.n_actions = self.env.action_space.n
+        _, self.info = self.env.reset(seed=seed)
+        self.steps, self.seconds = 0, 0.0
+
+    def run(self, steps: int) -> None:
+        env, rng, info = self.env, self.rng, self.info
+        start = time.perf_counter()
+        for _ in range(steps):
+            if self.masked:
                 feasible = np.flatnonzero(info["action_mask"])
                 action = int(feasible[rng.integers(feasible.size)])
             else:
-                action = int(rng.integers(n_actions))
+                action = int(rng.integers(self.n_actions))
             _, _, terminated, truncated, info = env.step(action)
-            steps += 1
             if terminated or truncated:
-                episode += 1
-                _, info = env.reset(seed=seed + episode)
-        if time.perf_counter() >= deadline:
-            break
-    elapsed = time.perf_counter() - start
-    env.close()
-    return steps / elapsed
+                self.episode += 1
+                _, info = env.reset(seed=self.seed + self.episode)
+        self.seconds += time.perf_counter() - start
+        self.steps += steps
+        self.info = info
+
+    @property
+    def rate(self) -> float:
+        return self.steps / self.seconds
+
+
+def interleaved_rates(seconds: float, rounds: int = 20) -> tuple[float, float]:
+    """CartPole-v1 and UEC-v0 steps per second, measured in alternating bursts so that both see the
+    same machine load (the ratio is what to quote)."""
+    cartpole, uec = RandomRunner("CartPole-v1", masked=False), RandomRunner("UEC-v0", masked=True)
+    cartpole.run(500)  # warm-up
+    uec.run(200)
+    cartpole.steps = uec.steps = 0
+    cartpole.seconds = uec.seconds = 0.0
+    burst = max(0.01, seconds / rounds)
+    for _ in range(rounds):
+        for runner, chunk in ((cartpole, 2000), (uec, 500)):
+            deadline = time.perf_counter() + burst
+            while time.perf_counter() < deadline:
+                runner.run(chunk // 10)
+    return cartpole.rate, uec.rate
 
 
 def optional_benchmarks() -> dict[str, tuple[str, Callable[[float], float]]]:
@@ -72,8 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="wall time per measurement")
     args = parser.parse_args()
-    cartpole = steps_per_second("CartPole-v1", args.seconds, masked=False)
-    uec = steps_per_second("UEC-v0", args.seconds, masked=True)
+    cartpole, uec = interleaved_rates(args.seconds)
     print(f"CartPole-v1: {cartpole:12,.0f} steps/s")
     print(f"UEC-v0     : {uec:12,.0f} decisions/s  (paper preset, fixed instance, random feasible policy)")
     print(f"ratio UEC-v0 / CartPole-v1 = {uec / cartpole:.3f}  (goal >= 0.25)")

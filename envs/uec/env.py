@@ -412,7 +412,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         table[busy_rows, srv + 4] = 0.0
         table[busy_rows, mask_cols] = 0.0
         reduction = dynamics.block_slack_reduction(pairs, cum, start, duration)
-        if reduction.any():
+        if np.count_nonzero(reduction):
             st.pair_slack[server] -= reduction
             if first_free < slots.size:
                 limits = dynamics.max_feasible_block(pairs, st.pair_slack[server], cum, slots[first_free:])
@@ -420,7 +420,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
                 table[first_free:-1, srv + 4] = np.minimum(limits * self._inv_duration_scale, 1.0)
                 if self.reserved_priority == "mask":
                     table[first_free:-1, mask_cols] = limits[:, None] >= self._max_duration
-        if self._reserved_work[start:free_from, server].any():  # reserved work would run in the block
+        if np.count_nonzero(self._reserved_work[start:free_from, server]):  # reserved work would run in the block
             available = inst.capacity[server, start:].copy()
             available[:duration] = 0.0
             backlog = dynamics.backlog_trajectory(st.backlog[start, server], inst.reserved_releases[server, start:], available)
