@@ -54,7 +54,7 @@ class CoRaiSPolicy:
         self.model = model.eval()
         self.samples = samples
         self.device = device
-        self.name = "corais_greedy" if samples is None else f"corais_{samples}"
+        self.name = "corais_greedy" if samples is None else ("corais_1k" if samples == 1000 else f"corais_{samples}")
         self._env: gym.Env | None = None
         self._gen = torch.Generator(device="cpu")
         if threads:  # process-wide: one thread is fastest for this small model (more spin-wait when busy)

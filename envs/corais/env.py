@@ -109,9 +109,6 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             z = parse_scale(scale)[2]
             if parse_scale(scale) != (5, 5, z):
                 raise ValueError(f"scale={scale!r} is invalid with characteristic: expected (5, 5, Z)")
-            # the characteristic edges lie outside the default ranges: widen them for the bounds
-            scenario_overrides = {"coef_a": (0.0, 1.0), "backlog_max": 16, "data_size": (0.0, 4.5),
-                                  **dict(scenario_overrides or {})}
         self.characteristic = characteristic
         self.scenario = make_scenario(scale, **dict(scenario_overrides or {}))
         _, q, z = self.scenario.scale

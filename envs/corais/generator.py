@@ -232,11 +232,13 @@ def characteristic_instance(kind: str, rng: np.random.Generator, num_requests: i
 
     - ``load_balancing``: identical edges (a = b = 0.5, m = 2) with identical backlogs (4 local requests
       each): a good dispatcher gives every edge about the same number of requests.
-    - ``workload_perception``: identical edges, local backlogs of 0, 4, 8, 12, 16 requests (edges A..E):
+    - ``workload_perception``: identical edges, local backlogs of 0, 2, 4, 6, 8 requests (edges A..E):
       more backlog should get fewer new requests.
-    - ``heterogeneity``: slopes a = 1.0, 0.8, 0.6, 0.4, 0.2 (A slowest, E fastest), b = 0.1, m = 1,
-      backlogs whose compute times are equalised (5 requests of size (1 - b) / a): faster edges
+    - ``heterogeneity``: slopes a = 1.0, 0.8, 0.6, 0.4, 0.2 (A slowest, E fastest), b = 0.1, m = 2,
+      backlogs whose compute times are equalised (4 requests of size 0.2 / a, all 0.6 s): faster edges
       should get more requests.
+    Every number lies inside the default generator's ranges, so a model trained on it is not asked to
+    extrapolate.
     Edges sit on a circle of radius 0.25 around (0.5, 0.5); new requests have d = o = 0.5 and a
     uniformly random source and predicted edge (the only randomness).
     """
@@ -253,12 +255,11 @@ def characteristic_instance(kind: str, rng: np.random.Generator, num_requests: i
     if kind == "load_balancing":
         counts, sizes = np.full(q, 4), np.full(q, 0.5)
     elif kind == "workload_perception":
-        counts, sizes = np.array([0, 4, 8, 12, 16]), np.full(q, 0.5)
+        counts, sizes = np.array([0, 2, 4, 6, 8]), np.full(q, 0.5)
     else:
-        replicas = np.ones(q)
         coef_a = np.array([1.0, 0.8, 0.6, 0.4, 0.2])
         coef_b = np.full(q, 0.1)
-        counts, sizes = np.full(q, 5), (1.0 - coef_b) / coef_a
+        counts, sizes = np.full(q, 4), 0.2 / coef_a
     edge = np.repeat(np.arange(q), counts).astype(np.int64)
     backlog = Backlog(
         edge=edge,
