@@ -78,9 +78,18 @@ class CoRaiSPolicy:
         if self._env is None:
             raise RuntimeError("CoRaiSPolicy.reset(env) must be called before sampling decisions")
         probs = logp.exp().cpu()
-        acts = torch.multinomial(probs, self.samples, replacement=True, generator=self._gen).T.numpy()
-        costs = dispatch_cost(self._env.unwrapped.instance, acts)
-        return acts[int(np.argmin(costs))].astype(np.int64)
+        instance = self._env.unwrapped.instance
+        chunk = max(1, 2_000_000 // probs.shape[0])  # bound the memory of large scales (Z up to 15k)
+        best_cost, best = np.inf, None
+        for start in range(0, self.samples, chunk):
+            k = min(chunk, self.samples - start)
+            acts = torch.multinomial(probs, k, replacement=True, generator=self._gen).T.numpy()
+            costs = dispatch_cost(instance, acts)
+            i = int(np.argmin(costs))
+            if costs[i] < best_cost:
+                best_cost, best = float(costs[i]), acts[i].astype(np.int64)
+        assert best is not None
+        return best
 
 
 def load_corais_policy(

@@ -1,0 +1,42 @@
+"""The CoRaiS Hydra configs name real policies, valid env kwargs and valid trainer keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import yaml
+
+import envs  # noqa: F401
+from agents.corais.model import ModelConfig
+from agents.corais.trainer import TrainConfig
+from envs.corais.generator import parse_scale
+from offline.registry import available_policies
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+EXPERIMENTS = sorted((CONF / "experiment").glob("corais_*.yaml"))
+
+
+def test_corais_configs__env_and_algo_files_are_valid() -> None:
+    env_cfg = yaml.safe_load((CONF / "env" / "corais-v0.yaml").read_text())
+    assert env_cfg["id"] == "CoRaiS-v0" and env_cfg["reference_policy"] in available_policies("CoRaiS-v0")
+    gym.make(env_cfg["id"], **env_cfg["kwargs"]).reset(seed=0)
+    algo = yaml.safe_load((CONF / "algo" / "corais.yaml").read_text())
+    cfg = TrainConfig.from_dict(algo)
+    ModelConfig(**cfg.model)
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_corais_configs__experiments_name_registered_policies_and_valid_scales(path: Path) -> None:
+    cfg = yaml.safe_load(path.read_text())
+    known = set(available_policies("CoRaiS-v0"))
+    assert set(cfg.get("policies", [])) <= known
+    reference = cfg.get("evaluation_kwargs", {}).get("reference", "exact")
+    assert reference == "exact" or reference in cfg["policies"]
+    for sweep in cfg.get("sweeps", []):
+        if sweep["parameter"] == "env.kwargs.scale":
+            for value in sweep["values"]:
+                parse_scale(value)
+    if "algo" in cfg:
+        ModelConfig(**TrainConfig.from_dict(cfg["algo"]).model)
