@@ -45,7 +45,8 @@ class TrainConfig:
     eval_time_limit: float = 2.0  # exact MILP for the validation reference
     checkpoint_every: int = 500
     threads: int = 2
-    model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields
+    init_from: str | None = None  # a saved model file to start from (fine-tuning / continuing a run)
+    model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields (ignored with init_from)
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
@@ -137,7 +138,12 @@ def train(
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     rng = np.random.default_rng(seed)
-    model = CoRaiSNet(ModelConfig(**cfg.model)).to(device)
+    if cfg.init_from:
+        from agents.corais.policy import load_model
+
+        model = load_model(Path(cfg.init_from), device=device)[0]
+    else:
+        model = CoRaiSNet(ModelConfig(**cfg.model)).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     writer = SummaryWriter(log_dir=str(run_dir))
     meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
@@ -226,11 +232,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=10**9, help="instances to dispatch (default: until --minutes)")
     parser.add_argument("--minutes", type=float, default=None, help="override max_minutes")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--init-from", default=None, help="start from this saved model (continue a run)")
     args = parser.parse_args(argv)
     with open(args.config) as fh:
         algo = yaml.safe_load(fh)
     if args.minutes is not None:
         algo["max_minutes"] = args.minutes
+    if args.init_from:
+        algo["init_from"] = args.init_from
     path = train({"kwargs": {"scale": list(args.scale)}}, algo, run_dir=Path(args.run_dir), seed=args.seed,
                  steps=args.steps, device=args.device)
     print(path)

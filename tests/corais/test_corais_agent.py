@@ -56,6 +56,9 @@ def test_corais_agent__tiny_training_run_saves_logs_and_loads(tmp_path) -> None:
         policy = load_policy(tmp_path, env, samples=samples)
         result = run_episode(env, policy, seed=3)
         assert result.decisions == 1 and np.isfinite(result.final_info["cost"])
+    resumed = train({"kwargs": {"scale": "tiny"}}, {**algo, "init_from": str(path)}, run_dir=tmp_path / "resumed",
+                    seed=1, steps=4)
+    assert resumed.is_file()
     with pytest.raises(ValueError, match="unknown keys"):
         train({"kwargs": {"scale": "tiny"}}, {"bogus": 1}, run_dir=tmp_path, seed=0, steps=4)
 
