@@ -452,7 +452,7 @@ def check_cli(argv: list[str]) -> None:
             for value in values:
                 if str(value) not in available_choices(key):
                     raise ValueError(f"{key}={value} is not known; valid {key}s: {available_choices(key)}")
-        elif head not in top_keys and head != "hydra":
+        elif head not in top_keys and not head.startswith("hydra"):
             raise ValueError(f"unknown key {key!r}; valid top-level keys: {sorted(top_keys)}")
         elif head == "algo" and "." in key and algo_choice in ALGOS and ALGOS[algo_choice].schema is not None:
             sub = key.split(".")[1]

@@ -96,7 +96,7 @@ def test_train__malformed_or_unknown_override_lists_the_valid_keys():
     with pytest.raises(ValueError, match="invalid configuration"):
         validate_algo_config({"name": "dqn", "batch_size": "big"})
     train.check_cli(["env=uec-v0", "algo=dqn", "steps=300", "algo.batch_size=8", "hydra.run.dir=."])  # fine
-    train.check_cli(["+experiment=oinc_sac_paper", "-m", "seed=0,1"])  # presets and sweeps are fine
+    train.check_cli(["+experiment=oinc_sac_paper", "-m", "seed=0,1", "hydra/launcher=basic"])  # presets and sweeps are fine
     with pytest.raises(ValueError, match=r"valid experiments: \["):
         train.check_cli(["+experiment=nope"])
 
@@ -116,3 +116,11 @@ def test_train__command_line_bad_input_fails_at_once_with_the_choices():
                             timeout=120)
     assert result.returncode == 2
     assert "valid algos" in result.stderr and "sac" in result.stderr
+
+
+def test_train__experiment_preset_sets_env_algo_overrides():
+    if "oinc_sac_paper" not in train.available_choices("experiment"):
+        pytest.skip("the OINC paper preset is not in conf/experiment/")
+    prepared = train.prepare(compose_cfg(["+experiment=oinc_sac_paper"]))
+    assert prepared.env["id"] == "OINC-v0" and prepared.spec.name == "sac"
+    assert prepared.algo["policy_kwargs"]["net_arch"] == [1024, 512] and prepared.steps == 1_000_000
