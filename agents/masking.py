@@ -32,12 +32,14 @@ def action_dims(action_space: spaces.Space) -> list[int]:
 def infer_mask_dim(env: gym.Env, mode: str = "auto") -> int:
     """How many trailing observation entries are the action mask.
 
-    ``mode="auto"`` uses the mask when the unwrapped env has an ``action_masks()`` method (the
-    convention of every masked env in this suite), ``"none"`` disables masking.
+    ``mode="auto"`` uses the mask when the unwrapped env declares
+    ``observation_ends_with_action_mask = True`` (contract 6; UEC-v0 does). Having ``action_masks()``
+    is not enough: ASET-v0 offers one (all ones) while its observation ends with state features.
+    ``"none"`` disables masking.
     """
     if mode not in ("auto", "none"):
         raise ValueError(f"mask={mode!r} is not valid; valid values: ['auto', 'none']")
-    if mode == "none" or not callable(getattr(env.unwrapped, "action_masks", None)):
+    if mode == "none" or not getattr(env.unwrapped, "observation_ends_with_action_mask", False):
         return 0
     mask_dim = int(sum(action_dims(env.action_space)))
     obs_dim = int(np.prod(env.observation_space.shape))

@@ -162,6 +162,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    #: The last ``1 + K·L`` observation entries are the action mask (learners read replayed masks there).
+    observation_ends_with_action_mask = True
 
     def __init__(
         self,
