@@ -27,7 +27,7 @@ import numpy as np
 
 from envs.aset.env import ASETEnv
 from envs.aset.types import POLICY_NAMES
-from offline.protocol import run_episode
+from offline.protocol import episode_seed, run_episode
 from offline.registry import register_policy, resolve_policy
 from offline.stats import mean_ci95
 
@@ -184,11 +184,6 @@ class _EpisodeTally:
             q = self.app_queries[a]
             out[f"success_{name}"] = self.app_succeeded[a] / q if q > 0 else float("nan")
         return out
-
-
-def episode_seed(seed: int, instance: int, episode: int) -> int:
-    """Reset seed of episode ``episode`` on instance ``instance`` (shared by every policy)."""
-    return 1_000_003 * (seed + instance) + episode
 
 
 def evaluate_policies(

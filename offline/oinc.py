@@ -40,7 +40,7 @@ import numpy as np
 from envs.oinc import dynamics as dyn
 from envs.oinc.env import OINCEnv
 from envs.oinc.retraining import CONTROLLERS
-from offline.protocol import run_episode
+from offline.protocol import episode_seed, run_episode
 from offline.registry import register_policy, resolve_policy
 from offline.stats import mean_ci95
 
@@ -280,10 +280,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _episode_seed(seed: int, instance: int, episode: int) -> int:
-    return 1_000_003 * (seed + instance) + episode
-
-
 def evaluate_policies(
     env_kwargs: dict,
     policies: list[str],
@@ -337,7 +333,7 @@ def evaluate_policies(
             env = OINCEnv(**kwargs, retraining=controller, instance_seed=seed + n)
             policy = resolve_policy(ENV_ID, inference, env)
             for e in range(episodes):
-                ep_seed = _episode_seed(seed, n, e)
+                ep_seed = episode_seed(seed, n, e)
                 start = time.perf_counter()
                 result = run_episode(env, policy, seed=ep_seed, time_decisions=True)
                 wall = time.perf_counter() - start

@@ -44,6 +44,12 @@ class MaskedRandomPolicy:
         return int(feasible[self._rng.integers(feasible.size)])
 
 
+def episode_seed(seed: int, instance: int, episode: int) -> int:
+    """Reset seed of episode ``episode`` on instance ``instance`` of an evaluation seeded ``seed``; every
+    policy gets the same one (common random numbers). Used by the OINC and ASET evaluations."""
+    return 1_000_003 * (seed + instance) + episode
+
+
 @dataclass
 class EpisodeResult:
     """What one episode of one policy produced: the return, the decision count, the final info."""

@@ -76,7 +76,7 @@ def test_aset__evaluate_policies_rows_columns_and_hindsight(tmp_path):
 def test_aset__hindsight_policy_matches_the_evaluation_shortcut(tmp_path):
     env_kwargs = {"topology": "dc-cloud", "horizon": 5, "theta": 0.0}
     rows = evaluate_policies(env_kwargs, [HINDSIGHT], instances=1, episodes=1, seed=2, out_dir=tmp_path, progress=False)
-    from offline.aset import episode_seed
+    from offline.protocol import episode_seed
 
     env = ASETEnv(**env_kwargs, instance_seed=2)
     policy = make_policy("ASET-v0", HINDSIGHT, env)
