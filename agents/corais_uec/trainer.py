@@ -1,0 +1,310 @@
+"""REINFORCE for the UEC-v0 attention dispatcher, with S rollouts per episode seed as the baseline.
+
+Each batch draws ``seeds_per_batch`` episode seeds and runs ``samples`` (S) stochastic rollouts of each;
+resetting UEC-v0 with the same seed gives the same arrivals and durations (common random numbers), so
+the S rollouts differ only by the policy's choices and the mean of their profits is a per-seed baseline
+(CoRaiS' S-sample baseline). All B·S env copies step in lockstep and share one batched network call per
+decision; the log-probabilities are recomputed with gradients in one pass after the rollouts.
+
+    loss = -mean_b,s[(P_bs - mean_s P_bs) / scale · Σ_t log π(a_t|s_t)] - β · mean_t H(π(·|s_t))
+
+``scale`` is the batch's advantage standard deviation (``normalize_advantage``). ``steps`` (train.py)
+is the budget of environment decisions; ``max_minutes`` caps the wall time. Contract 5:
+``train(env_cfg, algo_cfg, *, run_dir, seed, steps, device) -> model path`` and
+``load_policy(run_dir, env, **kwargs) -> Policy`` (greedy by default).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from agents.corais_uec.model import UECAttentionNet, UECModelConfig, config_for_layout, count_parameters
+
+MODEL_FILE = "model.pt"
+ENV_ID = "UEC-v0"
+
+
+@dataclass
+class TrainConfig:
+    """conf/algo/corais_uec.yaml."""
+
+    name: str = "corais_uec"
+    default_steps: int = 1_200_000  # environment decisions
+    seeds_per_batch: int = 4  # B episode seeds per batch
+    samples: int = 8  # S rollouts per seed (the baseline is their mean profit)
+    lr: float = 5e-4
+    entropy_coef: float = 0.01
+    grad_clip: float = 1.0
+    normalize_advantage: bool = True
+    max_minutes: float = 9.0
+    eval_every: int = 20  # batches between greedy evaluations
+    eval_episodes: int = 10
+    eval_seed: int = 1000  # evaluation episodes use seeds eval_seed, eval_seed + 1, ...
+    checkpoint_every: int = 200  # batches
+    threads: int = 1
+    model: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(cfg) - known - {"kind"})
+        if unknown:
+            raise ValueError(f"algo=corais_uec: unknown key(s) {unknown}; valid keys: {sorted(known)}")
+        out = cls(**{k: v for k, v in cfg.items() if k in known})
+        for key in ("seeds_per_batch", "samples", "eval_every", "eval_episodes", "checkpoint_every", "threads"):
+            if int(getattr(out, key)) < 1:
+                raise ValueError(f"algo.{key}={getattr(out, key)} is invalid: expected an integer >= 1")
+        if out.samples < 2:
+            raise ValueError(f"algo.samples={out.samples} is invalid: the baseline needs >= 2 rollouts per seed")
+        return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Vectorised rollouts
+# --------------------------------------------------------------------------------------------------
+
+
+def make_envs(env_cfg: dict[str, Any], count: int) -> list[gym.Env]:
+    """``count`` unwrapped UEC-v0 copies of ``env_cfg["kwargs"]`` (same instance; no wrapper overhead)."""
+    import envs  # noqa: F401  (registers the ids)
+
+    if str(env_cfg.get("id", ENV_ID)) != ENV_ID:
+        raise ValueError(f"algo=corais_uec trains only on {ENV_ID}, not on {env_cfg.get('id')!r}")
+    kwargs = dict(env_cfg.get("kwargs") or {})
+    return [gym.make(ENV_ID, **kwargs).unwrapped for _ in range(count)]
+
+
+def rollouts(
+    model: UECAttentionNet,
+    env_list: list[gym.Env],
+    seeds: list[int],
+    *,
+    greedy: bool,
+    generator: torch.Generator | None = None,
+) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Run one episode in each env (env i reset with ``seeds[i]``) in lockstep.
+
+    Returns (episode profits (N,), observations (M, n), actions (M,), env index of each decision (M,)).
+    """
+    n = len(env_list)
+    obs = np.stack([env.reset(seed=int(s))[0] for env, s in zip(env_list, seeds, strict=True)])
+    profit = np.zeros(n)
+    active = np.ones(n, dtype=bool)
+    obs_buf: list[torch.Tensor] = []
+    act_buf: list[torch.Tensor] = []
+    idx_buf: list[torch.Tensor] = []
+    while active.any():
+        idx = np.flatnonzero(active)
+        batch = torch.from_numpy(obs[idx])
+        with torch.no_grad():
+            logits = model(batch)
+        if greedy:
+            actions = logits.argmax(dim=-1)
+        else:
+            actions = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(-1)
+        obs_buf.append(batch)
+        act_buf.append(actions)
+        idx_buf.append(torch.from_numpy(idx))
+        for i, a in zip(idx.tolist(), actions.tolist(), strict=True):
+            o, r, terminated, truncated, _ = env_list[i].step(a)
+            profit[i] += r
+            obs[i] = o
+            if terminated or truncated:
+                active[i] = False
+    return profit, torch.cat(obs_buf), torch.cat(act_buf), torch.cat(idx_buf)
+
+
+def evaluate_greedy(model: UECAttentionNet, env_list: list[gym.Env], seeds: list[int]) -> np.ndarray:
+    """Greedy episode profits on ``seeds`` (one env copy per seed)."""
+    was_training = model.training
+    model.eval()
+    profit = rollouts(model, env_list[: len(seeds)], seeds, greedy=True)[0]
+    model.train(was_training)
+    return profit
+
+
+def _reference_profits(env_cfg: dict[str, Any], seeds: list[int]) -> np.ndarray | None:
+    """RESCUE's profits on the eval seeds (logged next to the learner); None if it is unavailable."""
+    try:
+        from offline.protocol import run_episode
+        from offline.registry import make_policy
+
+        env = gym.make(ENV_ID, **dict(env_cfg.get("kwargs") or {}))
+        policy = make_policy(ENV_ID, str(env_cfg.get("reference_policy") or "rescue"), env)
+        out = []
+        for s in seeds:
+            out.append(run_episode(env, policy, seed=s).total_reward)
+        return np.asarray(out)
+    except Exception as err:  # never let the reference break training
+        print(f"[corais_uec] reference policy unavailable: {err}", flush=True)
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Saving / loading
+# --------------------------------------------------------------------------------------------------
+
+
+def save_model(path: Path, model: UECAttentionNet, **meta: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta}, path)
+    return path
+
+
+def load_model(path: Path, device: str = "cpu") -> tuple[UECAttentionNet, dict[str, Any]]:
+    blob = torch.load(path, map_location=device, weights_only=True)
+    model = UECAttentionNet(UECModelConfig(**blob["model_config"])).to(device)
+    model.load_state_dict(blob["state_dict"])
+    model.eval()
+    return model, dict(blob.get("meta") or {})
+
+
+class CoRaiSUECPolicy:
+    """:class:`offline.protocol.Policy` of a trained dispatcher: greedy (argmax) or sampled actions."""
+
+    def __init__(self, model: UECAttentionNet, name: str = "corais_uec", greedy: bool = True) -> None:
+        self.model = model.eval()
+        self.name = name
+        self.greedy = greedy
+        self._generator = torch.Generator().manual_seed(0)
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        layout = getattr(env.unwrapped, "layout", None)
+        if layout is not None and layout != self.model.layout:
+            raise ValueError(f"the model was trained on layout {self.model.layout}, the env has {layout}")
+        if seed is not None:
+            self._generator.manual_seed(int(seed))
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        batch = torch.as_tensor(np.asarray(obs, dtype=np.float32)).reshape(1, -1)
+        with torch.no_grad():
+            logits = self.model(batch)[0]
+        if self.greedy:
+            return int(logits.argmax())
+        return int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=self._generator))
+
+
+def load_policy(run_dir: Path, env: gym.Env, *, checkpoint: str | None = None, greedy: bool = True,
+                **kwargs: Any) -> CoRaiSUECPolicy:
+    """Contract 5: the dispatcher of a run folder (``checkpoint``: a model file inside the run)."""
+    path = Path(run_dir) / (checkpoint or MODEL_FILE)
+    if not path.is_file():
+        raise ValueError(f"{run_dir} has no {path.name} (training interrupted before the first save?)")
+    model = load_model(path)[0]
+    layout = getattr(env.unwrapped, "layout", None)
+    if layout is not None and layout != model.layout:
+        raise ValueError(f"run {Path(run_dir).name} was trained on layout {model.layout}, the env has {layout}")
+    return CoRaiSUECPolicy(model, name=f"corais_uec:{Path(run_dir).name}", greedy=greedy)
+
+
+# --------------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------------
+
+
+def train(
+    env_cfg: dict[str, Any],
+    algo_cfg: dict[str, Any],
+    *,
+    run_dir: Path,
+    seed: int,
+    steps: int,
+    device: str = "cpu",
+) -> Path:
+    """Train on UEC-v0 with ``env_cfg["kwargs"]`` for ``steps`` decisions; returns ``run_dir/model.pt``."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    cfg = TrainConfig.from_dict(dict(algo_cfg))
+    if steps < 1:
+        raise ValueError(f"steps={steps} is invalid: expected >= 1 (environment decisions)")
+    if device != "cpu":
+        print(f"[corais_uec] device={device}: the env-bound rollouts run on the CPU; training on cpu", flush=True)
+    run_dir = Path(run_dir)
+    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    torch.set_num_threads(int(cfg.threads))
+    rng = np.random.default_rng(seed)
+    generator = torch.Generator().manual_seed(seed)
+
+    n_train = cfg.seeds_per_batch * cfg.samples
+    train_envs = make_envs(env_cfg, n_train)
+    eval_envs = make_envs(env_cfg, cfg.eval_episodes)
+    model = UECAttentionNet(config_for_layout(train_envs[0].layout, **cfg.model))
+    optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    writer = SummaryWriter(log_dir=str(run_dir))
+    meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
+            "parameters": count_parameters(model)}
+    (run_dir / "corais_uec_config.json").write_text(json.dumps(meta, indent=2, default=str))
+    writer.add_text("hparams", json.dumps(meta, default=str))
+
+    eval_seeds = [cfg.eval_seed + i for i in range(cfg.eval_episodes)]
+    reference = _reference_profits(env_cfg, eval_seeds)
+    ref_mean = float(reference.mean()) if reference is not None else None
+
+    def log_eval(step: int, batch: int, elapsed: float) -> float:
+        profit = evaluate_greedy(model, eval_envs, eval_seeds)
+        mean = float(profit.mean())
+        writer.add_scalar("eval/mean_reward", mean, step)
+        if ref_mean is not None:
+            writer.add_scalar("reference/mean_reward", ref_mean, step)
+            if ref_mean > 0:
+                writer.add_scalar("eval/ratio_to_reference", mean / ref_mean, step)
+        ref = f" (reference {ref_mean:.2f})" if ref_mean is not None else ""
+        print(f"[corais_uec] batch {batch} step {step} {elapsed:.0f}s greedy eval {mean:.2f}{ref}", flush=True)
+        return mean
+
+    start = time.perf_counter()
+    decisions, batch, best = 0, 0, -np.inf
+    best = log_eval(0, 0, 0.0)
+    save_model(run_dir / "model_best.pt", model, batches=0, steps=0, eval_mean_reward=best)
+    model.train()
+    while decisions < steps and time.perf_counter() - start < cfg.max_minutes * 60:
+        batch += 1
+        episode_seeds = rng.integers(0, 2**31 - 1, size=cfg.seeds_per_batch)
+        seeds = np.repeat(episode_seeds, cfg.samples).tolist()  # S consecutive copies share a seed
+        profit, obs, actions, index = rollouts(model, train_envs, seeds, greedy=False, generator=generator)
+        decisions += int(actions.numel())
+
+        log_p = torch.log_softmax(model(obs), dim=-1)
+        chosen = log_p.gather(1, actions.unsqueeze(1)).squeeze(1)
+        episode_log_p = torch.zeros(n_train).index_add(0, index, chosen)
+        p = torch.where(torch.isfinite(log_p), log_p, torch.zeros_like(log_p))
+        entropy = -(p.exp() * p).sum(dim=-1).mean()
+        grouped = torch.as_tensor(profit, dtype=torch.float32).reshape(cfg.seeds_per_batch, cfg.samples)
+        advantage = (grouped - grouped.mean(dim=1, keepdim=True)).reshape(-1)
+        if cfg.normalize_advantage:
+            advantage = advantage / (advantage.std() + 1e-6)
+        loss = -(advantage * episode_log_p).mean() - cfg.entropy_coef * entropy
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimiser.step()
+
+        elapsed = time.perf_counter() - start
+        writer.add_scalar("rollout/ep_rew_mean", float(profit.mean()), decisions)
+        writer.add_scalar("rollout/ep_len_mean", actions.numel() / n_train, decisions)
+        writer.add_scalar("train/loss", loss.item(), decisions)
+        writer.add_scalar("train/entropy", entropy.item(), decisions)
+        writer.add_scalar("train/grad_norm", float(grad_norm), decisions)
+        writer.add_scalar("train/profit_spread", float(grouped.std(dim=1).mean()), decisions)
+        writer.add_scalar("time/fps", decisions / max(elapsed, 1e-9), decisions)
+        last = decisions >= steps or elapsed >= cfg.max_minutes * 60
+        if batch % cfg.eval_every == 0 or last:
+            mean = log_eval(decisions, batch, elapsed)
+            if mean > best:
+                best = mean
+                save_model(run_dir / "model_best.pt", model, batches=batch, steps=decisions, eval_mean_reward=mean)
+        if batch % cfg.checkpoint_every == 0:
+            save_model(run_dir / "checkpoints" / f"model_{decisions}.pt", model, batches=batch, steps=decisions)
+    writer.flush()
+    writer.close()
+    return save_model(run_dir / MODEL_FILE, model, batches=batch, steps=decisions,
+                      minutes=(time.perf_counter() - start) / 60, best_eval_mean_reward=float(best))
