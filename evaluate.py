@@ -67,12 +67,17 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     policies = [str(p) for p in policies]
     if not policies:
         raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
-    valid = available_policies(env_id)
-    for name in policies:
-        if name not in valid and not Path(name).is_dir():
-            raise ValueError(
-                f"policy {name!r} is neither a registered policy of {env_id} nor a run folder; valid policies: {valid}"
-            )
+    checker = getattr(module, "check_policy_names", None)  # a problem may accept more than registry names
+    if checker is not None:
+        checker(policies)
+    else:
+        valid = available_policies(env_id)
+        for name in policies:
+            if name not in valid and not Path(name).is_dir():
+                raise ValueError(
+                    f"policy {name!r} is neither a registered policy of {env_id} nor a run folder; "
+                    f"valid policies: {valid}"
+                )
     instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
     episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])
     seed = cfg.seed

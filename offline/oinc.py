@@ -280,6 +280,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: What `python evaluate.py env=oinc-v0` runs: Table II (the oinc row needs `oinc=<run_dir>`).
+DEFAULT_EVALUATION: dict[str, Any] = {"policies": list(TABLE2), "instances": 5, "episodes": 2}
+
+
+def check_policy_names(policies: list[str]) -> None:
+    """What evaluate.py accepts for OINC-v0: Table II names, ``oinc=<run_dir>``, ``<inference>+<controller>``,
+    an inference policy or a run folder; raises ValueError listing the valid forms otherwise."""
+    for name in policies:
+        resolve_pair(name, None)
+
+
 def evaluate_policies(
     env_kwargs: dict,
     policies: list[str],
