@@ -343,6 +343,15 @@ for _name, _k in (
 
 # ----------------------------------------------------------------------------------------------------
 # evaluation (contract 3)
+
+#: What `python evaluate.py env=corais-v0` runs (Table III's rows at the env's scale; ~1 min on 2 cores).
+DEFAULT_EVALUATION: dict[str, Any] = {
+    "policies": ["exact", "local", "predicted", "random1", "random100", "random1k", "corais_greedy", "corais_100", "corais_1k"],
+    "instances": 10,
+    "episodes": 1,
+}
+
+
 def evaluate_policies(
     env_kwargs: dict,
     policies: list[str],
