@@ -16,7 +16,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 
-from agents.masking import mask_from_obs, sample_feasible
+from agents.masking import FeasibleWarmupMixin, mask_from_obs, sample_feasible
 
 #: Q-value given to infeasible actions (finite, so no inf − inf or 0 · inf appears in any loss).
 INFEASIBLE_Q = -1e9
@@ -56,7 +56,7 @@ class MaskedDQNPolicy(DQNPolicy):
         return {**super()._get_constructor_parameters(), "mask_dim": self.mask_dim}
 
 
-class MaskedDQN(DQN):
+class MaskedDQN(FeasibleWarmupMixin, DQN):
     """SB3 DQN with masked greedy/ε-greedy actions and a masked target max.
 
     :param mask_dim: trailing observation entries that hold the action mask (0 = none)
@@ -71,13 +71,6 @@ class MaskedDQN(DQN):
     def _setup_model(self) -> None:
         self.policy_kwargs = {**self.policy_kwargs, "mask_dim": self.mask_dim}
         super()._setup_model()
-
-    def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1):
-        if self.num_timesteps < learning_starts:
-            action = sample_feasible(self.action_space, np.asarray(self._last_obs), self.mask_dim)
-        else:
-            action, _ = self.predict(self._last_obs, deterministic=False)
-        return action, action
 
     def predict(
         self,

@@ -78,3 +78,17 @@ def sample_feasible(action_space: spaces.Space, obs: np.ndarray, mask_dim: int) 
         else:
             actions.append(np.asarray(choice, dtype=action_space.dtype).reshape(action_space.shape))
     return np.array(actions)
+
+
+class FeasibleWarmupMixin:
+    """For SB3 off-policy algorithms with a ``mask_dim``: warm-up actions (before ``learning_starts``) are
+    uniform over the feasible actions instead of the whole space; later ones come from ``predict``."""
+
+    mask_dim: int
+
+    def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1):
+        if self.num_timesteps < learning_starts:
+            action = sample_feasible(self.action_space, np.asarray(self._last_obs), self.mask_dim)
+        else:
+            action, _ = self.predict(self._last_obs, deterministic=False)
+        return action, action

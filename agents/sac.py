@@ -50,7 +50,7 @@ from stable_baselines3.common.utils import get_parameters_by_name, polyak_update
 from torch import nn
 from torch.nn import functional as F
 
-from agents.masking import action_dims, mask_from_obs, sample_feasible
+from agents.masking import FeasibleWarmupMixin, action_dims, mask_from_obs
 
 SelfDiscreteSAC = TypeVar("SelfDiscreteSAC", bound="DiscreteSAC")
 
@@ -331,7 +331,7 @@ class DiscreteSACPolicy(BasePolicy):
 # --------------------------------------------------------------------------------------------------
 
 
-class DiscreteSAC(OffPolicyAlgorithm):
+class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
     """Soft actor-critic for Discrete / MultiDiscrete actions with masks from the observation.
 
     Hyper-parameters as SB3's SAC, plus:
@@ -428,14 +428,6 @@ class DiscreteSAC(OffPolicyAlgorithm):
         else:
             self.log_ent_coef = th.log(th.tensor(float(self.ent_coef), device=self.device))
             self.ent_coef_optimizer = None
-
-    def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1):
-        """Warm-up actions are uniform over the *feasible* actions, later ones come from the actor."""
-        if self.num_timesteps < learning_starts:
-            action = sample_feasible(self.action_space, np.asarray(self._last_obs), self.mask_dim)
-        else:
-            action, _ = self.predict(self._last_obs, deterministic=False)
-        return action, action
 
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
         self.policy.set_training_mode(True)
