@@ -421,7 +421,7 @@ def evaluate_policies(
                     ok = policy.solved if isinstance(policy, ExactPolicy) else True
                 cost = final["cost"]
                 per_edge.setdefault(name, []).append(
-                    (final["requests_per_edge"].astype(float), final["edge_times"])
+                    (final["requests_per_edge"].astype(float), final["edge_times"], final["data_per_edge"])
                 )
                 records.append(
                     {"policy": name, "instance": k, "seed": inst_seed, "episode": e, "cost": cost,
@@ -441,12 +441,11 @@ def evaluate_policies(
 
     with open(out_dir / "corais_per_edge.csv", "w", newline="") as fh:  # Table VI's EReqN and LCost
         writer = csv.writer(fh)
-        writer.writerow(["policy", "edge", "requests_mean", "edge_time_mean"])
-        for name, pairs in per_edge.items():
-            counts = np.mean([c for c, _ in pairs], axis=0)
-            times = np.mean([t for _, t in pairs], axis=0)
+        writer.writerow(["policy", "edge", "requests_mean", "edge_time_mean", "data_mean"])
+        for name, triples in per_edge.items():
+            counts, times, data = (np.mean([t[k] for t in triples], axis=0) for k in range(3))
             for j in range(counts.size):
-                writer.writerow([name, j, f"{counts[j]:.4f}", f"{times[j]:.6f}"])
+                writer.writerow([name, j, f"{counts[j]:.4f}", f"{times[j]:.6f}", f"{data[j]:.4f}"])
 
     rows = []
     for name in policies:

@@ -35,6 +35,7 @@ class ModelConfig:
     tanh_clip: float = 10.0
     edge_mixing: str = "attention"  # or "mlp" (FC1 ablation)
     request_mixing: str = "attention"  # or "mlp" (FC2; both "mlp" = FC3)
+    derived_edge_inputs: bool = False  # append per-edge speeds and backlog time to the 10 observed features
 
     def __post_init__(self) -> None:
         if self.embed_dim % self.heads:
@@ -91,6 +92,23 @@ class _Encoder(nn.Module):
         return h
 
 
+#: Extra edge inputs computed inside the network when ``derived_edge_inputs`` is on.
+DERIVED_EDGE_FEATURES = 5
+
+
+def derived_edge_inputs(edges: torch.Tensor) -> torch.Tensor:
+    """(B, Q, 5) functions of the observed edge features the dispatch cost depends on directly.
+
+    1/m_j, a_j/m_j, b_j/m_j (time per unit of data / per request on one of m_j replicas), the time of
+    a mean-sized request (a_j/2 + b_j)/m_j, and the backlog's compute time T^{L,cmp} + T^{I,cmp}.
+    The observation stores a_j, b_j, m_j separately; the cost multiplies them, which a linear
+    projection cannot, so without these the network has to learn the products first.
+    """
+    a, b, m = edges[..., 2], edges[..., 3], edges[..., 4].clamp_min(1.0)
+    backlog = edges[..., 5] + edges[..., 7]  # workload order: L-cmp, I-trn, I-cmp, L-res, I-res
+    return torch.stack([1.0 / m, a / m, b / m, (0.5 * a + b) / m, backlog], dim=-1)
+
+
 class CoRaiSNet(nn.Module):
     """Maps edge features (B, Q, 10) and request features (B, Z, 6) to log-probabilities (B, Z, Q)."""
 
@@ -98,7 +116,8 @@ class CoRaiSNet(nn.Module):
         super().__init__()
         self.cfg = cfg or ModelConfig()
         d = self.cfg.embed_dim
-        self.edge_encoder = _Encoder(EDGE_FEATURES, self.cfg, self.cfg.edge_layers, self.cfg.edge_mixing)
+        edge_in = EDGE_FEATURES + (DERIVED_EDGE_FEATURES if self.cfg.derived_edge_inputs else 0)
+        self.edge_encoder = _Encoder(edge_in, self.cfg, self.cfg.edge_layers, self.cfg.edge_mixing)
         self.request_encoder = _Encoder(
             REQUEST_FEATURES, self.cfg, self.cfg.request_layers, self.cfg.request_mixing
         )
@@ -117,6 +136,8 @@ class CoRaiSNet(nn.Module):
             nn.init.uniform_(param, -bound, bound)
 
     def forward(self, edges: torch.Tensor, requests: torch.Tensor) -> torch.Tensor:
+        if self.cfg.derived_edge_inputs:
+            edges = torch.cat([edges, derived_edge_inputs(edges)], dim=-1)
         h_e = self.edge_encoder(edges)  # (B, Q, d)
         h_r = self.request_encoder(requests)  # (B, Z, d)
         z = h_r.shape[1]

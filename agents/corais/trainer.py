@@ -37,7 +37,11 @@ class TrainConfig:
     batch_size: int = 64
     samples: int = 16  # S decisions per instance (shared mean baseline)
     lr: float = 1e-4
+    lr_final: float | None = None  # anneal lr geometrically to this over the wall-time budget (None: constant)
     entropy_coef: float = 0.1  # beta
+    baseline: str = "mean"  # "mean" of the S samples (paper) or "greedy" (self-critical: the greedy decode's cost)
+    greedy_phase: float = 0.0  # share of the wall-time budget, at its end, trained with the greedy baseline
+    relative_advantage: bool = False  # divide each instance's advantage by its baseline cost (scale-free)
     grad_clip: float = 3.0
     max_minutes: float = 14.0
     eval_every: int = 50
@@ -51,10 +55,17 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
         names = {f.name for f in fields(cls)}
-        unknown = set(cfg) - names - {"name", "preset", "paper_preset"}
+        unknown = set(cfg) - names - {"name", "preset", "paper_preset", "default_steps"}
         if unknown:
             raise ValueError(f"algo config has unknown keys {sorted(unknown)}; allowed: {sorted(names)}")
-        return cls(**{k: v for k, v in cfg.items() if k in names})
+        out = cls(**{k: v for k, v in cfg.items() if k in names})
+        if out.baseline not in ("mean", "greedy"):
+            raise ValueError(f"baseline={out.baseline!r} is invalid: expected 'mean' or 'greedy'")
+        if out.lr_final is not None and not float(out.lr_final) > 0:
+            raise ValueError(f"lr_final={out.lr_final!r} is invalid: expected None or a learning rate > 0")
+        if not 0.0 <= float(out.greedy_phase) <= 1.0:
+            raise ValueError(f"greedy_phase={out.greedy_phase!r} is invalid: expected a share in [0, 1]")
+        return out
 
 
 #: The paper's setting (40,000 batches of 128 on a GPU; ~3.6 M parameters, lr 1e-5 as in the author's code).
@@ -62,10 +73,12 @@ PAPER_PRESET: dict[str, Any] = {
     "batch_size": 128,
     "samples": 16,
     "lr": 1e-5,
+    "lr_final": None,
+    "relative_advantage": False,
     "entropy_coef": 0.1,
     "grad_clip": 3.0,
     "max_minutes": 1e9,
-    "model": {"embed_dim": 256, "edge_layers": 3, "request_layers": 3},
+    "model": {"embed_dim": 256, "edge_layers": 3, "request_layers": 3, "derived_edge_inputs": False},
 }  # with steps = 40_000 * 128
 
 
@@ -162,18 +175,36 @@ def train(
     model.train()
     batch = 0
     for batch in range(1, batches + 1):
+        elapsed_before = time.perf_counter() - start
+        if cfg.lr_final is not None:  # geometric annealing over the wall-time budget
+            progress = min(1.0, elapsed_before / (cfg.max_minutes * 60))
+            for group in optimiser.param_groups:
+                group["lr"] = cfg.lr * (cfg.lr_final / cfg.lr) ** progress
         instances = make_batch(scenario, rng, cfg.batch_size)
         edges, reqs = observation_tensors(instances, device)
         logp = model(edges, reqs)  # (B, Z, Q)
         b, z, q = logp.shape
         acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
         acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
+        tables = stack_tables([i.tables for i in instances])
         if device == "cpu":  # the numpy evaluator is the faster one on CPU (same formula, tested equal)
-            tables = stack_tables([i.tables for i in instances])
             cost = torch.as_tensor(response_times(tables, acts.numpy())[0], dtype=torch.float32)
         else:
             cost = response_times_torch(*batch_tensors(instances, device)[2:], acts)[0]  # (B, S)
-        advantage = cost - cost.mean(dim=1, keepdim=True)
+        greedy_now = cfg.baseline == "greedy" or (
+            cfg.greedy_phase > 0 and elapsed_before >= (1.0 - cfg.greedy_phase) * cfg.max_minutes * 60
+        )
+        if greedy_now:  # self-critical baseline: the cost of the current greedy decode of the same instance
+            greedy_acts = logp.detach().argmax(dim=-1).unsqueeze(1)
+            if device == "cpu":
+                base = torch.as_tensor(response_times(tables, greedy_acts.numpy())[0], dtype=torch.float32)
+            else:
+                base = response_times_torch(*batch_tensors(instances, device)[2:], greedy_acts)[0]
+        else:
+            base = cost.mean(dim=1, keepdim=True)
+        advantage = cost - base
+        if cfg.relative_advantage:
+            advantage = advantage / base.clamp_min(1e-9)
         logp_pi = torch.gather(logp.unsqueeze(1).expand(b, cfg.samples, z, q), 3, acts.unsqueeze(-1))
         logp_pi = logp_pi.squeeze(-1).sum(dim=-1)  # (B, S)
         entropy = -(logp.exp() * logp).sum(dim=-1).mean()
@@ -189,6 +220,8 @@ def train(
             writer.add_scalar("train/cost_mean", float(cost.mean()), step)
             writer.add_scalar("train/cost_best_of_s", float(cost.min(dim=1).values.mean()), step)
             writer.add_scalar("train/loss", loss.item(), step)
+            writer.add_scalar("train/greedy_baseline", float(greedy_now), step)
+            writer.add_scalar("train/lr", optimiser.param_groups[0]["lr"], step)
             writer.add_scalar("train/entropy", entropy.item(), step)
             writer.add_scalar("train/grad_norm", float(grad_norm), step)
             writer.add_scalar("time/fps", step / max(elapsed, 1e-9), step)
@@ -218,6 +251,18 @@ def load_policy(run_dir: Path, env: gym.Env, **kwargs: Any) -> CoRaiSPolicy:
     return load_corais_policy(run_dir, env, **kwargs)
 
 
+def _parse_value(text: str) -> Any:
+    """A ``--set`` value: int, then float (YAML 1.1 would read "2e-4" as a string), then YAML."""
+    import yaml
+
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return yaml.safe_load(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     """CLI without Hydra: ``python -m agents.corais.trainer --run-dir runs/corais_cpu --minutes 13.5``."""
     import argparse
@@ -233,9 +278,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--minutes", type=float, default=None, help="override max_minutes")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--init-from", default=None, help="start from this saved model (continue a run)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override algo config keys")
     args = parser.parse_args(argv)
     with open(args.config) as fh:
         algo = yaml.safe_load(fh)
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set {item!r} is invalid: expected KEY=VALUE")
+        algo[key] = _parse_value(value)
     if args.minutes is not None:
         algo["max_minutes"] = args.minutes
     if args.init_from:

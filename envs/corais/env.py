@@ -78,6 +78,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     - ``reset``: ``"scale"`` (N, Q, Z).
     - ``step``: ``"edge_times"`` (Q,) float64 per-edge T_j; ``"cost"`` R(pi) (float);
       ``"requests_per_edge"`` (Q,) int64 number of new requests dispatched to each edge;
+      ``"data_per_edge"`` (Q,) float64 their summed input size sum d_i (the work an edge takes on);
       ``"scale"`` (N, Q, Z).
 
     ## Arguments
@@ -195,6 +196,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "edge_times": times[0].copy(),
             "cost": float(cost[0]),
             "requests_per_edge": np.bincount(act, minlength=self.scenario.num_region).astype(np.int64),
+            "data_per_edge": np.bincount(act, weights=self.instance.req_d, minlength=self.scenario.num_region),
             "scale": self.scenario.scale,
         }
         return self._observation(), -float(cost[0]), True, False, info

@@ -224,7 +224,9 @@ def request_features(instance: Instance) -> np.ndarray:
 
 
 #: The paper's characteristic tests (Table VI): five edges, Z identical requests.
-CHARACTERISTICS: tuple[str, ...] = ("load_balancing", "workload_perception", "heterogeneity")
+CHARACTERISTICS: tuple[str, ...] = (
+    "load_balancing", "workload_perception", "heterogeneity", "heterogeneity_mixed_sizes"
+)
 
 
 def characteristic_instance(kind: str, rng: np.random.Generator, num_requests: int = 100) -> Instance:
@@ -237,10 +239,14 @@ def characteristic_instance(kind: str, rng: np.random.Generator, num_requests: i
     - ``heterogeneity``: slopes a = 1.0, 0.8, 0.6, 0.4, 0.2 (A slowest, E fastest), b = 0.1, m = 2,
       backlogs whose compute times are equalised (4 requests of size 0.2 / a, all 0.6 s): faster edges
       should get more requests.
+    - ``heterogeneity_mixed_sizes``: the heterogeneity system with new requests of random sizes
+      d, o ~ U[0, 1] instead of identical ones. A one-shot policy that learnt to split a batch by
+      request size (large requests to low-slope edges) sends identical mid-sized requests to the
+      mid-slope edges; this variant asks the same question on a batch it can split.
     Every number lies inside the default generator's ranges, so a model trained on it is not asked to
     extrapolate.
     Edges sit on a circle of radius 0.25 around (0.5, 0.5); new requests have d = o = 0.5 and a
-    uniformly random source and predicted edge (the only randomness).
+    uniformly random source and predicted edge (the only randomness, with the sizes of the mixed variant).
     """
     from envs.common.validation import check_choice
 
@@ -270,7 +276,9 @@ def characteristic_instance(kind: str, rng: np.random.Generator, num_requests: i
         o=np.full(edge.size, 0.5),
     )
     z = int(num_requests)
-    return build_instance(
-        coords, replicas, coef_a, coef_b, 1.0, backlog,
-        rng.integers(0, q, size=z), rng.integers(0, q, size=z), np.full(z, 0.5), np.full(z, 0.5),
-    )
+    src, pred = rng.integers(0, q, size=z), rng.integers(0, q, size=z)
+    if kind == "heterogeneity_mixed_sizes":
+        d, o = rng.uniform(0.0, 1.0, size=z), rng.uniform(0.0, 1.0, size=z)
+    else:
+        d, o = np.full(z, 0.5), np.full(z, 0.5)
+    return build_instance(coords, replicas, coef_a, coef_b, 1.0, backlog, src, pred, d, o)

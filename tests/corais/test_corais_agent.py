@@ -8,9 +8,10 @@ import pytest
 import torch
 
 import envs  # noqa: F401
-from agents.corais.model import CoRaiSNet, ModelConfig
+from agents.corais.model import CoRaiSNet, ModelConfig, derived_edge_inputs
 from agents.corais.policy import PRETRAINED_DIR, CoRaiSPolicy, load_corais_policy
-from agents.corais.trainer import load_policy, train
+from agents.corais.trainer import TrainConfig, _parse_value, load_policy, train
+from envs.corais.generator import edge_features, generate, make_scenario
 from offline.protocol import run_episode
 from offline.registry import make_policy
 
@@ -61,6 +62,51 @@ def test_corais_agent__tiny_training_run_saves_logs_and_loads(tmp_path) -> None:
     assert resumed.is_file()
     with pytest.raises(ValueError, match="unknown keys"):
         train({"kwargs": {"scale": "tiny"}}, {"bogus": 1}, run_dir=tmp_path, seed=0, steps=4)
+
+
+def test_corais_agent__derived_edge_inputs_are_the_per_replica_speeds_and_backlog_time() -> None:
+    inst = generate(make_scenario((10, 5, 20)), np.random.default_rng(3))
+    edges = torch.as_tensor(edge_features(inst))
+    derived = derived_edge_inputs(edges[None])[0].double().numpy()
+    m, a, b = inst.replicas, inst.coef_a, inst.coef_b
+    np.testing.assert_allclose(derived[:, 0], 1 / m, rtol=1e-6)
+    np.testing.assert_allclose(derived[:, 1], a / m, rtol=1e-6)
+    np.testing.assert_allclose(derived[:, 2], b / m, rtol=1e-6)
+    np.testing.assert_allclose(derived[:, 3], (a * 0.5 + b) / m, rtol=1e-6)
+    np.testing.assert_allclose(derived[:, 4], inst.workload[:, 0] + inst.workload[:, 2], rtol=1e-5)
+    model = CoRaiSNet(ModelConfig(**TINY_MODEL, derived_edge_inputs=True)).eval()
+    logp = model(edges[None], torch.rand(1, 20, 6))
+    assert logp.shape == (1, 20, 5)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("baseline", "rollout"), ("greedy_phase", 1.5), ("lr_final", 0.0), ("lr_final", -1e-4)]
+)
+def test_corais_agent__bad_training_options_name_the_parameter(key: str, value: object) -> None:
+    with pytest.raises(ValueError, match=key):
+        TrainConfig.from_dict({key: value})
+
+
+def test_corais_agent__cli_values_parse_as_numbers_then_yaml() -> None:
+    assert _parse_value("2e-4") == pytest.approx(2e-4) and _parse_value("16") == 16
+    assert _parse_value("true") is True and _parse_value("{a: 1}") == {"a": 1}
+
+
+def test_corais_agent__greedy_baseline_and_annealed_lr_training_runs(tmp_path) -> None:
+    """The self-critical phase and the lr schedule run end to end; the lr ends at lr_final."""
+    algo = {"batch_size": 4, "samples": 4, "lr": 1e-3, "lr_final": 1e-4, "eval_every": 2, "eval_instances": 2,
+            "checkpoint_every": 100, "eval_time_limit": 2.0, "threads": 1, "greedy_phase": 1.0,
+            "relative_advantage": True, "max_minutes": 1e-9,
+            "model": {**TINY_MODEL, "derived_edge_inputs": True}}
+    path = train({"kwargs": {"scale": "tiny"}}, algo, run_dir=tmp_path, seed=0, steps=8, device="cpu")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert events.Scalars("train/greedy_baseline")[-1].value == 1.0
+    assert events.Scalars("train/lr")[-1].value == pytest.approx(1e-4)
+    assert load_policy(tmp_path, gym.make("CoRaiS-v0", scale="tiny")).model.cfg.derived_edge_inputs
+    assert path.is_file()
 
 
 def test_corais_agent__sampling_policy_is_seeded_and_best_of_k() -> None:

@@ -73,6 +73,8 @@ def test_corais_v0__episode_is_one_dispatch_with_reward_minus_cost() -> None:
     assert info["cost"] == pytest.approx(cost) and info["edge_times"].max() == pytest.approx(cost)
     assert info["edge_times"].shape == (10,)
     np.testing.assert_array_equal(info["requests_per_edge"], np.bincount(action, minlength=10))
+    sizes = env.unwrapped.instance.req_d
+    np.testing.assert_allclose(info["data_per_edge"], [sizes[action == j].sum() for j in range(10)])
     with pytest.raises(RuntimeError):
         env.step(action)
 

@@ -39,14 +39,16 @@ def test_corais_milp__no_heuristic_beats_the_optimum(scale) -> None:
     for _ in range(3):
         inst = generate(make_scenario(scale), rng)
         opt = corais.solve_exact(inst, time_limit=10.0, mip_rel_gap=0.0, require_incumbent=True)
-        assert opt.optimal
+        # HiGHS's dual bound holds whether or not it proved optimality in time (a loaded machine may stop it)
+        lower = opt.objective * (1 - opt.mip_gap) if not opt.optimal else opt.cost
+        assert np.isfinite(lower) and lower <= opt.cost * (1 + 1e-9)
         heuristics = [
             corais.local_dispatch(inst),
             corais.predicted_dispatch(inst),
             corais.best_of_random(inst, 200, rng)[0],
         ]
         for action in heuristics:
-            assert float(dispatch_cost(inst, action)) >= opt.cost * (1 - 1e-9)
+            assert float(dispatch_cost(inst, action)) >= lower * (1 - 1e-9)
 
 
 def test_corais_milp__raises_without_incumbent_when_required() -> None:
