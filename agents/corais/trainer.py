@@ -187,7 +187,7 @@ def train(
         acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
         acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
         tables = stack_tables([i.tables for i in instances])
-        if device == "cpu":  # the numpy evaluator is the faster one on CPU (same formula, tested equal)
+        if device == "cpu":  # numpy path on CPU (same formula as the torch one, tested equal)
             cost = torch.as_tensor(response_times(tables, acts.numpy())[0], dtype=torch.float32)
         else:
             cost = response_times_torch(*batch_tensors(instances, device)[2:], acts)[0]  # (B, S)
