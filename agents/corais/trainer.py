@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,18 @@ def batch_tensors(instances: list[Instance], device: str) -> tuple[torch.Tensor,
     return (edges, reqs, *tabs)
 
 
+def batch_scorer(instances: list[Instance], device: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """R(pi) of (B, S, Z) decisions on ``instances`` as a float32 (B, S) tensor, tables stacked once.
+
+    numpy path on CPU, torch path elsewhere (the same formula, tested equal).
+    """
+    tables = stack_tables([i.tables for i in instances])
+    if device == "cpu":
+        return lambda acts: torch.as_tensor(response_times(tables, acts.numpy())[0], dtype=torch.float32)
+    tabs = tables_to_torch(tables, device=device, dtype=torch.float32)
+    return lambda acts: response_times_torch(*tabs, acts)[0]
+
+
 @torch.no_grad()
 def evaluate_model(
     model: CoRaiSNet, instances: list[Instance], reference: np.ndarray, samples: int, device: str
@@ -175,9 +188,8 @@ def train(
     model.train()
     batch = 0
     for batch in range(1, batches + 1):
-        elapsed_before = time.perf_counter() - start
+        progress = min(1.0, (time.perf_counter() - start) / (cfg.max_minutes * 60))  # share of the budget
         if cfg.lr_final is not None:  # geometric annealing over the wall-time budget
-            progress = min(1.0, elapsed_before / (cfg.max_minutes * 60))
             for group in optimiser.param_groups:
                 group["lr"] = cfg.lr * (cfg.lr_final / cfg.lr) ** progress
         instances = make_batch(scenario, rng, cfg.batch_size)
@@ -186,22 +198,12 @@ def train(
         b, z, q = logp.shape
         acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
         acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
-        tables = stack_tables([i.tables for i in instances])
-        if device == "cpu":  # numpy path on CPU (same formula as the torch one, tested equal)
-            cost = torch.as_tensor(response_times(tables, acts.numpy())[0], dtype=torch.float32)
-        else:
-            cost = response_times_torch(*batch_tensors(instances, device)[2:], acts)[0]  # (B, S)
-        greedy_now = cfg.baseline == "greedy" or (
-            cfg.greedy_phase > 0 and elapsed_before >= (1.0 - cfg.greedy_phase) * cfg.max_minutes * 60
-        )
-        if greedy_now:  # self-critical baseline: the cost of the current greedy decode of the same instance
-            greedy_acts = logp.detach().argmax(dim=-1).unsqueeze(1)
-            if device == "cpu":
-                base = torch.as_tensor(response_times(tables, greedy_acts.numpy())[0], dtype=torch.float32)
-            else:
-                base = response_times_torch(*batch_tensors(instances, device)[2:], greedy_acts)[0]
-        else:
-            base = cost.mean(dim=1, keepdim=True)
+        score = batch_scorer(instances, device)
+        cost = score(acts)  # (B, S)
+        greedy_now = cfg.baseline == "greedy" or (cfg.greedy_phase > 0 and progress >= 1.0 - cfg.greedy_phase)
+        # baseline: the mean of the S samples (paper), or the cost of the current greedy decode (self-critical)
+        greedy = logp.detach().argmax(dim=-1).unsqueeze(1)
+        base = score(greedy) if greedy_now else cost.mean(dim=1, keepdim=True)  # (B, 1)
         advantage = cost - base
         if cfg.relative_advantage:
             advantage = advantage / base.clamp_min(1e-9)

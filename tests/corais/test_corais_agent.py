@@ -10,7 +10,8 @@ import torch
 import envs  # noqa: F401
 from agents.corais.model import CoRaiSNet, ModelConfig, derived_edge_inputs
 from agents.corais.policy import PRETRAINED_DIR, CoRaiSPolicy, load_corais_policy
-from agents.corais.trainer import TrainConfig, _parse_value, load_policy, train
+from agents.corais.trainer import TrainConfig, _parse_value, batch_scorer, load_policy, train
+from envs.corais.dynamics import dispatch_cost
 from envs.corais.generator import edge_features, generate, make_scenario
 from offline.protocol import run_episode
 from offline.registry import make_policy
@@ -77,6 +78,18 @@ def test_corais_agent__derived_edge_inputs_are_the_per_replica_speeds_and_backlo
     model = CoRaiSNet(ModelConfig(**TINY_MODEL, derived_edge_inputs=True)).eval()
     logp = model(edges[None], torch.rand(1, 20, 6))
     assert logp.shape == (1, 20, 5)
+
+
+def test_corais_agent__trainer_scores_decisions_alike_on_numpy_and_torch_paths() -> None:
+    rng = np.random.default_rng(4)
+    instances = [generate(make_scenario((10, 5, 30)), rng) for _ in range(3)]
+    acts = torch.as_tensor(rng.integers(0, 5, size=(3, 7, 30)))
+    numpy_cost = batch_scorer(instances, "cpu")(acts)  # the numpy evaluator
+    torch_cost = batch_scorer(instances, "cpu:0")(acts)  # any other device string takes the torch evaluator
+    assert numpy_cost.shape == (3, 7)
+    torch.testing.assert_close(torch_cost, numpy_cost, rtol=1e-5, atol=1e-5)
+    expected = [[float(dispatch_cost(inst, a[None])[0]) for a in acts[k].numpy()] for k, inst in enumerate(instances)]
+    np.testing.assert_allclose(numpy_cost.numpy(), expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize(
