@@ -1,11 +1,17 @@
-"""Trained runs as :class:`offline.protocol.Policy` objects (contract 2), so evaluate.py can compare
-``policies=[rescue, runs/uec-v0__sac__0__…]`` on identical seeds.
+"""Trained runs and shipped models as :class:`offline.protocol.Policy` objects (contract 2), so
+evaluate.py can compare ``policies=[rescue, corais_greedy, runs/uec-v0__sac__0__…]`` on identical seeds.
 
-A run folder holds the resolved ``config.yaml`` (which names the algo) and the final ``model.zip``.
+:func:`resolve_policy` is the one place where a policy name is turned into a Policy: a training run
+folder (its ``config.yaml`` names the algo, ``model.zip`` holds the final model), a learned policy
+registered by an ``agents.<problem>`` package (:func:`register_learned_policy`, e.g. the shipped CoRaiS
+dispatcher), or a non-learning policy of ``offline.registry``.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +21,54 @@ from gymnasium import spaces
 from omegaconf import OmegaConf
 
 from agents.registry import get_spec, import_path
+from envs.problems import get_problem
+from offline import registry as offline_registry
 
 MODEL_FILE = "model.zip"
+
+_LEARNED: dict[str, dict[str, Callable[..., Any]]] = {}
+
+
+def register_learned_policy(env_id: str, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register ``factory(env, **kwargs) -> Policy`` (a shipped model) under ``name``."""
+
+    def decorator(factory: Callable[..., Any]) -> Callable[..., Any]:
+        table = _LEARNED.setdefault(env_id, {})
+        if name in table and table[name] is not factory:
+            raise ValueError(f"learned policy {name!r} is already registered for {env_id}")
+        table[name] = factory
+        return factory
+
+    return decorator
+
+
+def _learned(env_id: str) -> dict[str, Callable[..., Any]]:
+    """Learned policies of ``env_id``: those its ``agents.<package>`` registers when imported."""
+    package = f"agents.{get_problem(env_id).package}"
+    if importlib.util.find_spec(package) is not None:
+        importlib.import_module(package)
+    return _LEARNED.get(env_id, {})
+
+
+def available_policies(env_id: str) -> list[str]:
+    """Every policy name ``env_id`` accepts: non-learning ones (offline) and shipped learned ones."""
+    return sorted({*offline_registry.available_policies(env_id), *_learned(env_id)})
+
+
+def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs: Any) -> Any:
+    """A Policy from a training run folder, a learned policy name or a non-learning policy name."""
+    path = Path(name_or_run)
+    if path.is_dir():
+        return load_run_policy(path, env, **kwargs)
+    learned = _learned(env_id)
+    if str(name_or_run) in learned:
+        return learned[str(name_or_run)](env, **kwargs)
+    if str(name_or_run) not in offline_registry.available_policies(env_id):
+        raise ValueError(
+            f"policy={str(name_or_run)!r} is not known for {env_id} and is not a run folder; "
+            f"valid policies: {available_policies(env_id)}"
+        )
+    return offline_registry.make_policy(env_id, str(name_or_run), env, **kwargs)
 
 
 class SB3ModelPolicy:
@@ -76,9 +128,7 @@ def load_run_policy(
     cfg = load_run_config(run_dir)
     spec = get_spec(cfg.algo)
     if spec.kind == "reference":
-        from offline.registry import make_policy
-
-        return make_policy(str(cfg.env.id), str(cfg.algo.policy), env, **kwargs)
+        return offline_registry.make_policy(str(cfg.env.id), str(cfg.algo.policy), env, **kwargs)
     if spec.kind == "custom":
         return import_path(str(spec.loader))(run_dir, env, **kwargs)
     model_file = run_dir / (checkpoint or MODEL_FILE)

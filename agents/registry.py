@@ -141,8 +141,8 @@ ALGOS: dict[str, AlgoSpec] = {
                          (spaces.Discrete, spaces.MultiDiscrete), needs_action_masks_method=True),
     "corais": AlgoSpec("corais", "custom", "agents.corais.trainer:train", None, None,
                        loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0",)),
-    "corais_uec": AlgoSpec("corais_uec", "custom", "agents.corais_uec.trainer:train", None, None,
-                           loader="agents.corais_uec.trainer:load_policy", env_ids=("UEC-v0",)),
+    "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", None, None,
+                           loader="agents.uec.trainer:load_policy", env_ids=("UEC-v0",)),
 }
 
 

@@ -1,32 +1,64 @@
-"""Gymnasium environments for edge-computing schedulers.
+"""Gymnasium environments for edge-computing schedulers (the ``edge-sched-gym`` distribution).
 
-Importing this package registers the environment ids, so that either of
-``import envs; gym.make("UEC-v0")`` or ``gym.make("envs:UEC-v0")`` works.
+Importing this package registers the environment ids of :data:`envs.problems.PROBLEMS`, so that either
+``import envs; gym.make("UEC-v0")`` or ``gym.make("envs:UEC-v0")`` works from any directory once the
+project is installed.
 
 | id          | problem                                                             | paper  |
 |-------------|---------------------------------------------------------------------|--------|
 | UEC-v0      | profit-maximising online retraining on under-utilised edge capacity | RESCUE |
 | OINC-v0     | joint inference scheduling and retraining across edges              | OINC   |
-| ASET-v0     | picking one of seven stream-scheduling policies per time window     | ASET   |
+| ASET-v0     | picking one of seven static stream-scheduling policies per time window     | ASET   |
 | CoRaiS-v0   | dispatching a batch of requests to cooperating heterogeneous edges  | CoRaiS |
+
+The top-level names ``envs``, ``offline`` and ``agents`` are generic; a different package named
+``envs`` (there is one on the public index) is told apart by :data:`SUITE`, which ``offline`` checks
+on import.
 """
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register, registry
+from envs.problems import PROBLEMS, Problem, get_problem, register_problem
 
-#: Registered id -> entry point. One sub-package per problem (see the design's "house").
-ENTRY_POINTS: dict[str, str] = {
-    "UEC-v0": "envs.uec.env:UECEnv",
-    "OINC-v0": "envs.oinc.env:OINCEnv",
-    "ASET-v0": "envs.aset.env:ASETEnv",
-    "CoRaiS-v0": "envs.corais.env:CoRaiSEnv",
-}
+#: Marker that this ``envs`` is edge-sched-gym's (see :func:`require_suite`).
+SUITE = "edge-sched-gym"
 
-ENV_IDS: tuple[str, ...] = tuple(ENTRY_POINTS)
+register_problem(Problem(
+    env_id="UEC-v0",
+    entry_point="envs.uec.env:UECEnv",
+    config="uec-v0",
+    policies="offline.uec",
+    evaluation="offline.uec.evaluation:HOOK",
+    episode_bound="offline.uec.evaluation:LPBound",
+    presets="envs.uec.generator:PRESETS",
+))
+register_problem(Problem(
+    env_id="OINC-v0",
+    entry_point="envs.oinc.env:OINCEnv",
+    config="oinc-v0",
+    policies="offline.oinc",
+    evaluation="offline.oinc.evaluation:HOOK",
+    presets="envs.oinc.generator:PRESETS",
+))
+register_problem(Problem(
+    env_id="ASET-v0",
+    entry_point="envs.aset.env:ASETEnv",
+    config="aset-v0",
+    policies="offline.aset",
+    evaluation="offline.aset.evaluation:HOOK",
+    presets="envs.aset.generator:TOPOLOGIES",
+))
+register_problem(Problem(
+    env_id="CoRaiS-v0",
+    entry_point="envs.corais.env:CoRaiSEnv",
+    config="corais-v0",
+    policies="offline.corais",
+    evaluation="offline.corais.evaluation:HOOK",
+    presets="envs.corais.generator:PRESETS",
+))
 
-for _env_id, _entry_point in ENTRY_POINTS.items():
-    if _env_id not in registry:
-        register(id=_env_id, entry_point=_entry_point)
+#: The suite's env ids, derived from the problem registry.
+ENV_IDS: tuple[str, ...] = tuple(PROBLEMS)
 
-__all__ = ["ENTRY_POINTS", "ENV_IDS"]
+
+__all__ = ["ENV_IDS", "PROBLEMS", "SUITE", "Problem", "get_problem", "register_problem"]

@@ -1,5 +1,15 @@
 """Non-learning policies and solvers: RESCUE, exact (MI)LPs and the papers' heuristic baselines.
 
 Every policy follows :class:`offline.protocol.Policy` and is created by name through
-:func:`offline.registry.make_policy`, so evaluate.py runs all of them through the env on identical seeds.
+:func:`offline.registry.make_policy`; :mod:`offline.runner` runs any set of them through the env on
+identical seeds. One package per problem (``offline/<p>/``), same module names for all four.
 """
+
+import envs as _envs
+
+if getattr(_envs, "SUITE", None) != "edge-sched-gym":  # a foreign package named 'envs' shadows ours
+    raise ImportError(
+        f"the module 'envs' imported from {getattr(_envs, '__file__', '?')} is not edge-sched-gym's: another "
+        "distribution named 'envs' is installed or shadows it. Run `pip uninstall envs`, then reinstall this "
+        "project (`pip install -r requirements.txt`)."
+    )

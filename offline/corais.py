@@ -323,24 +323,6 @@ for _name, _k in (("random1", 1), ("random100", 100), ("random500", 500), ("rand
     _register_random(_name, _k)
 
 
-def _register_corais(name: str, samples: int | None) -> None:
-    @register_policy(ENV_ID, name)
-    def factory(env: gym.Env, run_dir: str | Path | None = None, **kwargs: Any) -> Any:
-        from agents.corais.policy import load_corais_policy
-
-        return load_corais_policy(run_dir, env, samples=samples, **kwargs)
-
-
-for _name, _k in (
-    ("corais_greedy", None),
-    ("corais_10", 10),
-    ("corais_100", 100),
-    ("corais_500", 500),
-    ("corais_1k", 1000),
-):
-    _register_corais(_name, _k)
-
-
 # ----------------------------------------------------------------------------------------------------
 # evaluation (contract 3)
 

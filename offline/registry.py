@@ -1,8 +1,9 @@
 """One registry of policy names per environment id, like rl-baselines3-zoo's ALGOS.
 
-Each problem module (``offline.uec``, ``offline.corais``, ...) registers its policies with
-:func:`register_policy`; the module is imported on first use so that asking for UEC policies does not
-import the CoRaiS solver.
+Each problem's policies module (``Problem.policies`` of :mod:`envs.problems`: ``offline.uec``, ...)
+registers its policies with :func:`register_policy`; the module is imported on first use so that asking
+for UEC policies does not import the CoRaiS solver. Trained runs and shipped models are resolved by
+``agents.loading.resolve_policy`` (offline never imports agents).
 """
 
 from __future__ import annotations
@@ -13,17 +14,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.problems import get_problem
 from offline.protocol import Policy
 
 PolicyFactory = Callable[..., Policy]
-
-#: env id -> module that registers that env's policies when imported.
-PROBLEM_MODULES: dict[str, str] = {
-    "UEC-v0": "offline.uec",
-    "OINC-v0": "offline.oinc",
-    "ASET-v0": "offline.aset",
-    "CoRaiS-v0": "offline.corais",
-}
 
 _REGISTRY: dict[str, dict[str, PolicyFactory]] = {}
 
@@ -42,9 +36,7 @@ def register_policy(env_id: str, name: str) -> Callable[[PolicyFactory], PolicyF
 
 
 def _load(env_id: str) -> dict[str, PolicyFactory]:
-    if env_id not in PROBLEM_MODULES:
-        raise ValueError(f"env_id={env_id!r} has no policies; valid env ids: {sorted(PROBLEM_MODULES)}")
-    importlib.import_module(PROBLEM_MODULES[env_id])
+    importlib.import_module(get_problem(env_id).policies)
     return _REGISTRY.get(env_id, {})
 
 
@@ -59,15 +51,3 @@ def make_policy(env_id: str, name: str, env: gym.Env, **kwargs: Any) -> Policy:
     if name not in table:
         raise ValueError(f"policy={name!r} is not known for {env_id}; valid policies: {sorted(table)}")
     return table[name](env, **kwargs)
-
-
-def resolve_policy(env_id: str, name_or_run: str, env: gym.Env, **kwargs: Any) -> Policy:
-    """A registered policy name, or the path of a training run folder (loaded by ``agents.loading``)."""
-    from pathlib import Path
-
-    path = Path(name_or_run)
-    if path.is_dir():
-        from agents.loading import load_run_policy  # provided by the training code (agents/)
-
-        return load_run_policy(path, env, **kwargs)
-    return make_policy(env_id, name_or_run, env, **kwargs)

@@ -61,7 +61,7 @@ class ASETEnv(gym.Env):
     of workers of the topology (dc-cloud 12, co-dc-cloud 32, full-edge 52), values in [0, 10].
     ``obs_layout="flat"`` (default, what SB3's checker accepts without warnings): ``Box(0, 10,
     ((3 W + 16) * K,), float32)``, the tensor flattened row-major (``obs.reshape(3 W + 16, K)``
-    recovers it; :class:`agents.aset_extractor.TimeConvExtractor` does so). ``obs_layout="2d"``:
+    recovers it; :class:`agents.aset.extractor.TimeConvExtractor` does so). ``obs_layout="2d"``:
     ``Box(0, 10, (3 W + 16, K), float32)``.
 
     | rows            | feature (per sub-window average)                                           |

@@ -1,4 +1,4 @@
-"""The CoRaiS attention dispatcher on UEC-v0 (agents/corais_uec): masking, greedy determinism, CRN
+"""The CoRaiS attention dispatcher on UEC-v0 (agents/uec): masking, greedy determinism, CRN
 baseline rollouts, a tiny training run through train.py, and save/load round trips."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import envs  # noqa: F401  (registers UEC-v0)
-from agents.corais_uec.model import UECAttentionNet, config_for_layout, masked_log_probs
-from agents.corais_uec.trainer import (
+from agents.uec.model import UECAttentionNet, config_for_layout, masked_log_probs
+from agents.uec.trainer import (
     CoRaiSUECPolicy,
     TrainConfig,
     load_model,

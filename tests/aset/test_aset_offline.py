@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from agents.aset_extractor import TimeConvExtractor
+from agents.aset.extractor import TimeConvExtractor
 from envs.aset.env import ASETEnv
 from envs.aset.types import POLICY_NAMES
 from offline.aset import HINDSIGHT, evaluate_policies

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents.corais_uec.model import UECAttentionNet, UECModelConfig, config_for_layout, count_parameters
+from agents.uec.model import UECAttentionNet, UECModelConfig, config_for_layout, count_parameters
 
 MODEL_FILE = "model.pt"
 ENV_ID = "UEC-v0"
