@@ -1,7 +1,7 @@
 """Scenario (validated parameter ranges, named topology presets) -> Instance for ASET-v0.
 
-Topologies and model-variant profiles are data: ``conf/aset/topologies/<name>.yaml`` and
-``conf/aset/variants.yaml``. A user topology is passed by file path (``topology="my/topo.yaml"``)
+Topologies and model-variant profiles are data shipped with the package: ``envs/aset/data/topologies/<name>.yaml``
+and ``envs/aset/data/variants.yaml``. A user topology is passed by file path (``topology="my/topo.yaml"``)
 or as an already-parsed mapping; it uses the same keys as the shipped presets.
 """
 
@@ -19,9 +19,9 @@ import yaml
 from envs.aset.types import Instance
 from envs.common.validation import check_choice, check_in_range, check_interval
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "aset"
-TOPOLOGY_DIR = CONF_DIR / "topologies"
-VARIANTS_FILE = CONF_DIR / "variants.yaml"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+TOPOLOGY_DIR = DATA_DIR / "topologies"
+VARIANTS_FILE = DATA_DIR / "variants.yaml"
 
 #: The paper's three topologies (Section V-A), shipped as YAML files.
 TOPOLOGIES: tuple[str, ...] = ("dc-cloud", "co-dc-cloud", "full-edge")

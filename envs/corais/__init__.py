@@ -1,5 +1,11 @@
 """CoRaiS-v0: batch dispatch of requests to cooperating heterogeneous edges (Hu et al., IEEE IoT-J 2024).
 
-types.py (Instance, Backlog, CostTables), generator.py (Scenario, presets, generate), dynamics.py (the
-cost model, batched in numpy and torch), env.py (CoRaiSEnv, registered as ``CoRaiS-v0``).
+Modules: types (Instance, Backlog, CostTables), generator (Scenario, presets, generate), dynamics (the
+cost model, batched in numpy and torch), env (CoRaiSEnv).
 """
+
+from envs.corais.env import CoRaiSEnv
+from envs.corais.generator import PRESETS, Scenario, generate
+from envs.corais.types import Instance
+
+__all__ = ["PRESETS", "CoRaiSEnv", "Instance", "Scenario", "generate"]

@@ -6,5 +6,7 @@ controllers), env (OINCEnv).
 """
 
 from envs.oinc.env import OINCEnv
+from envs.oinc.generator import PRESETS, Scenario
+from envs.oinc.types import Instance
 
-__all__ = ["OINCEnv"]
+__all__ = ["PRESETS", "Instance", "OINCEnv", "Scenario"]

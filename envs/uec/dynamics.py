@@ -17,12 +17,43 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from envs.uec.types import Instance
+
+class Instance(Protocol):
+    """The fields of a UEC instance the model reads (``envs.uec.types.Instance`` provides them).
+
+    Declared here, not imported, so the model depends on no container: types.py builds on dynamics.py,
+    never the other way round.
+    """
+
+    capacity: np.ndarray  # (K, T) tera-MAC per slot
+    base_capacity: np.ndarray  # (K,)
+    weight: np.ndarray  # (J,)
+    alpha0: np.ndarray  # (J,)
+    alpha_max: float
+    decay: np.ndarray  # (J,)
+    perf_scale: np.ndarray  # (J,)
+    perf_rate: np.ndarray  # (J,)
+    sla: np.ndarray  # (J,)
+    tx_delay_s: np.ndarray  # (J, K)
+    arrival_prob: np.ndarray  # (T, J)
+    duration_pmf: np.ndarray  # (L, D)
+    slot_seconds: float
+    reserved: Any  # envs.uec.types.ReservedTasks
+
+    @property
+    def horizon(self) -> int: ...
+    @property
+    def num_servers(self) -> int: ...
+    @property
+    def budget(self) -> np.ndarray: ...
+    @property
+    def accuracy_gap(self) -> np.ndarray: ...
+    @property
+    def cumulative_capacity(self) -> np.ndarray: ...
 
 #: Relative tolerance for demand/capacity comparisons (floating-point sums of capacities).
 FEASIBILITY_TOL = 1e-9

@@ -32,7 +32,7 @@ class ObservationLayout:
     |                   |         | reserved demand still to serve / (max c·T); longest feasible block / D |
     | ``ssp_profit``    | K·L     | R_jkl(t) / max R (index k·L + l)                                     |
     | ``ssp_duration``  | K·L     | E[d_l] / D                                                           |
-    | ``lp``            | K·L + K | only with ``lp_features``: A_jkl(t), B_k(t+1) / max A                 |
+    | ``lp``            | K·L + K | only under ``offline.uec.features.LPFeatures``: A_jkl(t), B_k(t+1) / max A |
     | ``action_mask``   | 1 + K·L | the action mask (reject first), always LAST                          |
 
     D is the longest duration of any profile. Use :meth:`split` to get named views of an observation.
@@ -147,13 +147,16 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     ```python
     gym.make("UEC-v0", scenario="paper", scenario_overrides=None, instance_seed=0,
-             resample_instance=False, lp_features=False, reserved_priority="preempt")
+             resample_instance=False, reserved_priority="preempt")
     ```
     * ``scenario``: preset name (``"paper"``, ``"tiny"``, ``"theorem2"``, ``"fig3"``) or a ``Scenario``.
     * ``scenario_overrides``: dict of ``Scenario`` fields to change, e.g. ``{"num_servers": 6}``.
     * ``instance_seed``: seed of the fixed instance.
     * ``resample_instance``: draw a new instance (same scenario) at every reset, for training across instances.
-    * ``lp_features``: append RESCUE's value functions A_jkl(t) and B_k(t+1) (solves the LP once per instance).
+
+    RESCUE's value functions A_jkl(t) and B_k(t+1) are appended to the observation (before the mask) by the
+    wrapper ``offline.uec.features.LPFeatures`` (it solves RESCUE's LP once per instance; the env itself
+    imports nothing from ``offline``); in a Hydra env config: ``wrappers: [offline.uec.features:LPFeatures]``.
     * ``reserved_priority``: ``"mask"`` or ``"preempt"`` (see Action Space).
 
     ## Version History
@@ -171,7 +174,6 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         scenario_overrides: dict[str, Any] | None = None,
         instance_seed: int | None = 0,
         resample_instance: bool = False,
-        lp_features: bool = False,
         reserved_priority: str = "preempt",
         render_mode: str | None = None,
     ) -> None:
@@ -180,7 +182,6 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         if instance_seed is not None:
             check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
         self.render_mode = render_mode
-        self.lp_features = bool(lp_features)
         self.reserved_priority = check_choice("reserved_priority", reserved_priority, RESERVED_PRIORITIES)
         self.resample_instance = bool(resample_instance)
         resolved = resolve_scenario(scenario, scenario_overrides)
@@ -193,7 +194,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             self.scenario = resolved
             instance = generate_instance(resolved, np.random.default_rng(instance_seed))
         self.layout = ObservationLayout(
-            instance.num_servers, instance.num_devices, instance.num_profiles, self.lp_features
+            instance.num_servers, instance.num_devices, instance.num_profiles, False
         )
         self.action_space = spaces.Discrete(1 + instance.num_servers * instance.num_profiles)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.layout.size,), dtype=np.float32)
@@ -242,14 +243,6 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._budget_obs = np.clip(instance.budget / float(instance.sla.max()), 0.0, 1.0)
         self._ssp_duration_obs = np.tile(instance.mean_duration / self._duration_scale, K)
         self._uec_capacity = float(instance.capacity.sum() - res.demand.sum())
-        self._lp_by_time = None
-        if self.lp_features:
-            from offline.uec import rescue_solution  # the offline stage solves the LP once per instance
-
-            solution = rescue_solution(instance)
-            scale = max(float(solution.activation.max()), 1e-12)
-            activation = solution.activation.transpose(3, 0, 1, 2).reshape(T, instance.num_devices, K * L)
-            self._lp_by_time = (np.clip(activation / scale, 0, 1), np.clip(solution.baseline[:, 1:].T / scale, 0, 1))
 
     # --- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -384,11 +377,6 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         rows[:N, sl["servers"]] = servers.reshape(N, 5 * K)
         rows[:N, sl["ssp_profit"]] = self._profit_by_time[slots, devices] / self._profit_scale
         rows[:N, sl["ssp_duration"]] = self._ssp_duration_obs
-        if self._lp_by_time is not None:
-            activation, baseline = self._lp_by_time
-            lp = sl["lp"].start
-            rows[:N, lp : lp + K * L] = activation[slots, devices]
-            rows[:N, lp + K * L : sl["lp"].stop] = baseline[slots]
         rows[:, self._mask_start] = 1.0  # reject is always feasible
         if self.reserved_priority == "mask":
             rows[:N, self._mask_start + 1 :] = (limits[:, :, None] >= self._max_duration).reshape(N, K * L)
