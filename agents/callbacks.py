@@ -1,5 +1,8 @@
 """Training callbacks: periodic evaluation on fixed seeds next to a reference policy, and SIGINT handling.
 
+The upper bound behind ``env/competitive_ratio`` comes from the problem registry
+(``Problem.episode_bound``, e.g. ``offline.uec.evaluation:LPBound``), not from this module.
+
 Evaluation runs the learner as a :class:`offline.protocol.Policy` through ``run_episode`` on the same
 episode seeds every time (common random numbers), so the curve ``eval/mean_reward`` moves only because the
 policy changed. The reference policy (RESCUE on UEC-v0, or the env's configured one) is evaluated once on
@@ -45,39 +48,6 @@ def scalar_metrics(info: dict[str, Any]) -> dict[str, float]:
             if math.isfinite(number):
                 out[key] = number
     return out
-
-
-class UECLPBound:
-    """OPT(P1-LP) of the UEC-v0 instance an episode ran on (RESCUE's upper bound, uec.md item 4).
-
-    Solved once per instance and cached, so logging ``env/competitive_ratio`` = realised profit / OPT(LP)
-    costs one LP per instance. Returns None (ratio not logged) if the LP code is unavailable or fails.
-    """
-
-    def __init__(self) -> None:
-        self._cache: list[tuple[Any, float | None]] = []
-
-    def __call__(self, env: gym.Env) -> float | None:
-        instance = getattr(env.unwrapped, "instance", None)
-        if instance is None:
-            return None
-        for cached, value in self._cache:
-            if cached is instance:
-                return value
-        try:
-            from offline.uec import rescue_solution  # cached per instance, shared with RESCUE itself
-
-            value: float | None = float(rescue_solution(instance).lp_bound)
-        except Exception as err:  # the bound is a nicety: never stop training for it
-            log.warning("competitive ratio not logged: the UEC LP bound failed (%s)", err)
-            value = None
-        self._cache = [*self._cache[-7:], (instance, value)]
-        return value
-
-
-#: env id -> factory of a callable giving an upper bound on an episode's return (for env/competitive_ratio)
-#: when the env's info does not carry one under BOUND_KEYS.
-EPISODE_BOUNDS: dict[str, Callable[[], Callable[[gym.Env], float | None]]] = {"UEC-v0": UECLPBound}
 
 
 def evaluate(
