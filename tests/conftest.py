@@ -1,16 +1,14 @@
-"""Shared pytest set-up: the repository root on sys.path and hypothesis profiles."""
+"""Shared pytest set-up: hypothesis profiles.
+
+The project is installed (``pip install -r requirements.txt`` ends with ``-e .``); train.py and evaluate.py,
+which tests import as modules, are found through pytest's ``pythonpath = ["."]`` (pyproject.toml).
+"""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 settings.register_profile(
     "default", deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow], derandomize=True
