@@ -12,18 +12,23 @@ Importing this package registers, for ``UEC-v0`` (``offline.registry``):
 | ``random``      | accept w.p. ½, uniform feasible SSP                                           |
 
 ``rescue_solution(instance)`` gives the offline stage (y*, x*, A, B, OPT(LP), Σ_k B_k(1), timings), cached
-per instance; ``evaluate_policies`` is contract 3's evaluation (used by evaluate.py).
+per instance. Modules: ``lp`` (P1-LP), ``values`` (value functions, the offline stage), ``policies``
+(RESCUE), ``baselines``, ``bruteforce`` (hindsight optimum of tiny instances), ``evaluation`` (``HOOK``
+for :func:`offline.runner.evaluate`, ``evaluate_policies``, and ``LPBound``, the episode bound of the
+learning curves).
 """
 
 from __future__ import annotations
 
 from offline.uec import baselines, policies  # noqa: F401  (registers the policies)
-from offline.uec.evaluation import DEFAULT_EVALUATION, evaluate_policies
+from offline.uec.evaluation import DEFAULT_EVALUATION, HOOK, LPBound, evaluate_policies
 from offline.uec.lp import RescueLPError, build_lp, solve_lp
 from offline.uec.values import RescueSolution, compute_rescue_solution, rescue_solution, value_functions
 
 __all__ = [
     "DEFAULT_EVALUATION",
+    "HOOK",
+    "LPBound",
     "RescueLPError",
     "RescueSolution",
     "build_lp",

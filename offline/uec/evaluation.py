@@ -1,17 +1,20 @@
-"""Contract 3 for UEC-v0: run policies on the same instances and episode seeds, summarise, plot.
+"""UEC-v0's evaluation hook for :func:`offline.runner.evaluate` (contract 3), plots, and the LP bound.
 
-``evaluate_policies`` builds instance i with ``instance_seed = seed + i`` (what ``UECEnv`` would draw),
-resets episode e of instance i with the same seed for every policy (common random numbers: the same
-arrivals and the same duration uniforms), and seeds each policy's own randomness identically across
-policies. It reports, per policy, the mean realised profit with its 95 % CI, OPT(LP) and Σ_k B_k(1) of
-RESCUE's offline stage, the empirical competitive ratio (profit_mean / lp_bound), the ratio to the best
-baseline, the UEC utilisation and the median decision time, and writes per-episode CSV rows and plots
-(profit per policy; cumulative profit and UEC utilisation over time, as in the paper's Fig. 5).
+Instance i is built with ``instance_seed = seed + i`` (what ``UECEnv`` would draw); episode e of instance i
+is reset with the same seed for every policy (common random numbers: the same arrivals and the same
+duration uniforms, :func:`episode_seeds`), and each policy's own randomness is seeded identically across
+policies. The summary reports, per policy, the mean realised profit with its 95 % CI, OPT(LP) and
+Σ_k B_k(1) of RESCUE's offline stage, the empirical competitive ratio (profit_mean / lp_bound), the ratio
+to the best baseline, the UEC utilisation and the median decision time; the files are per-episode CSV
+rows, the per-slot series and plots (profit per policy; cumulative profit and UEC utilisation over time,
+as in the paper's Fig. 5).
+
+:class:`LPBound` is UEC-v0's ``Problem.episode_bound`` (OPT(LP) for the learning curves).
 """
 
 from __future__ import annotations
 
-import csv
+import logging
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -20,8 +23,11 @@ import gymnasium as gym
 import numpy as np
 
 from envs.uec.types import Instance
+from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy, pyplot, write_csv
 from offline.stats import mean_ci95
 from offline.uec.values import rescue_solution
+
+log = logging.getLogger(__name__)
 
 ENV_ID = "UEC-v0"
 #: The paper's baselines (Section VI-A); ``vs_best_baseline`` divides by the best of those evaluated.
@@ -77,6 +83,119 @@ def rollout(env: gym.Env, policy: Any, *, seed: int, policy_seed: int) -> dict[s
     return {"info": info, "profit": profit, "work": work, "act_seconds": act_seconds}
 
 
+class UECHook(EvaluationHook):
+    """UEC-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+
+    env_id = ENV_ID
+    default_evaluation = DEFAULT_EVALUATION
+    episodes_csv = "uec_episodes.csv"
+    options = {"plots": True}
+
+    def prepare(self, run: Run) -> None:
+        run.env_kwargs = {**run.env_kwargs, "resample_instance": False}
+        run.state.update(series={}, bounds=[], act_times={name: [] for name in run.policies})
+
+    def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
+        return gym.make(ENV_ID, **{**run.env_kwargs, "instance_seed": run.seed + instance})
+
+    def seeds(self, run: Run, instance: int, episode: int) -> tuple[int, int]:
+        return episode_seeds(run.seed, instance, episode)
+
+    def instance_context(self, run: Run, instance: int, env: gym.Env) -> dict[str, Any]:
+        """RESCUE's offline stage on the instance (OPT(LP), Σ_k B_k(1)) and its cumulative UEC capacity."""
+        inst: Instance = env.unwrapped.instance
+        solution = rescue_solution(inst)
+        run.state["bounds"].append((solution.lp_bound, solution.value_bound))
+        uec = np.cumsum((inst.capacity - reserved_load(inst)).sum(axis=0))
+        return {"solution": solution, "uec": uec}
+
+    def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
+             context: dict[str, Any]) -> dict[str, Any]:
+        name, solution, uec = entry.name, context["solution"], context["uec"]
+        env_seed, pol_seed = self.seeds(run, instance, episode)
+        out = rollout(env, policy, seed=env_seed, policy_seed=pol_seed)
+        info = out["info"]
+        run.state["act_times"][name] += out["act_seconds"]
+        acc = run.state["series"].setdefault(name, {"profit": 0.0, "work": 0.0, "count": 0})
+        acc["profit"] = acc["profit"] + np.cumsum(out["profit"])
+        acc["work"] = acc["work"] + np.cumsum(out["work"]) / np.maximum(uec, 1e-12)
+        acc["count"] += 1
+        return {
+            "policy": name,
+            "instance": instance,
+            "episode": episode,
+            "seed": env_seed,
+            "profit": float(info["episode_profit"]),
+            "lp_bound": solution.lp_bound,
+            "value_bound": solution.value_bound,
+            "uec_utilisation": float(info["uec_utilisation"]),
+            "accepted": int(info["accepted"]),
+            "rejected": int(info["rejected"]),
+            "invalid_actions": int(info["invalid_actions"]),
+            "reserved_met": bool(info["reserved_completed"] == info["reserved_total"]),
+            "decisions": len(out["act_seconds"]),
+            "act_seconds_total": float(np.sum(out["act_seconds"])),
+            "act_seconds_median": float(np.median(out["act_seconds"])),
+        }
+
+    def summary_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        bounds = run.state["bounds"]
+        lp_bound = float(np.mean([b[0] for b in bounds]))
+        value_bound = float(np.mean([b[1] for b in bounds]))
+        run.state["lp_bound"] = lp_bound
+        by_name = group_by_policy(records)
+        rows = []
+        for name in run.policies:
+            recs = by_name[name]
+            mean, half = mean_ci95([r["profit"] for r in recs])
+            decisions = sum(r["decisions"] for r in recs)
+            act_total = sum(r["act_seconds_total"] for r in recs)
+            rows.append(
+                {
+                    "policy": name,
+                    "profit_mean": mean,
+                    "profit_ci95": half,
+                    "lp_bound": lp_bound,
+                    "value_bound": value_bound,
+                    "competitive_ratio": mean / lp_bound if lp_bound > 0 else float("nan"),
+                    "vs_best_baseline": float("nan"),
+                    "uec_utilisation": float(np.mean([r["uec_utilisation"] for r in recs])),
+                    "accepted": float(np.mean([r["accepted"] for r in recs])),
+                    "invalid_actions": float(np.mean([r["invalid_actions"] for r in recs])),
+                    "reserved_met": float(np.mean([r["reserved_met"] for r in recs])),
+                    "decision_us": float(np.median(run.state["act_times"][name]) * 1e6),
+                    "decisions_per_s": decisions / act_total if act_total > 0 else float("inf"),
+                }
+            )
+        return rows
+
+    def finish(self, run: Run, rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``vs_best_baseline``, ``uec_over_time.csv`` and (option ``plots``) the two figures."""
+        baseline_profits = [row["profit_mean"] for row in rows if row["policy"] in BASELINE_NAMES]
+        if baseline_profits and max(baseline_profits) > 0:
+            best = max(baseline_profits)
+            for row in rows:
+                row["vs_best_baseline"] = row["profit_mean"] / best
+        series = run.state["series"]
+        horizon = next(iter(series.values()))["profit"].size
+        over_time = []
+        for t in range(horizon):
+            row: dict[str, Any] = {"slot": t}
+            for name, acc in series.items():
+                row[f"{name}:cumulative_profit"] = float(acc["profit"][t] / acc["count"])
+                row[f"{name}:uec_utilisation"] = float(acc["work"][t] / acc["count"])
+            over_time.append(row)
+        write_csv(run.out_dir / "uec_over_time.csv", over_time)
+        if run.options["plots"]:
+            plot_profit(rows, run.out_dir / "uec_profit.png")
+            plot_over_time(series, run.state["lp_bound"], run.out_dir / "uec_over_time.png")
+        return rows
+
+
+#: UEC-v0's evaluation hook (``Problem.evaluation``).
+HOOK = UECHook()
+
+
 def evaluate_policies(
     env_kwargs: dict,
     policies: list[str],
@@ -88,8 +207,9 @@ def evaluate_policies(
     progress: bool = True,
     policy_kwargs: dict[str, dict[str, Any]] | None = None,
     plots: bool = True,
+    resolve: Resolver | None = None,
 ) -> list[dict]:
-    """Evaluate ``policies`` (registered names or training run folders) on UEC-v0; one summary row each.
+    """Evaluate ``policies`` on UEC-v0 (:func:`offline.runner.evaluate`); one summary row each.
 
     Columns: policy, profit_mean, profit_ci95 (95 % CI half-width over all episodes), lp_bound (mean
     OPT(LP) over instances), value_bound (mean Σ_k B_k(1)), competitive_ratio (profit_mean / lp_bound),
@@ -98,138 +218,40 @@ def evaluate_policies(
     act() time), decisions_per_s. Writes ``uec_episodes.csv``, ``uec_over_time.csv`` and, with ``plots``,
     ``uec_profit.png`` and ``uec_over_time.png`` into ``out_dir``.
     """
-    from offline.registry import resolve_policy
-
-    for name, value in (("instances", instances), ("episodes", episodes)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name}={value!r} is invalid: expected an integer >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed={seed!r} is invalid: expected an integer >= 0")
-    if not policies:
-        raise ValueError("policies is empty: name at least one policy")
-    policy_kwargs = dict(policy_kwargs or {})
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    kwargs = dict(env_kwargs or {})
-    kwargs["resample_instance"] = False
-
-    records: list[dict[str, Any]] = []
-    series: dict[str, dict[str, np.ndarray]] = {}
-    bounds: list[tuple[float, float]] = []
-    act_times: dict[str, list[float]] = {name: [] for name in policies}
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=instances * episodes * len(policies), desc=ENV_ID, unit="ep", leave=False)
-    for i in range(instances):
-        env = gym.make(ENV_ID, **{**kwargs, "instance_seed": seed + i})
-        inst: Instance = env.unwrapped.instance
-        solution = rescue_solution(inst)
-        bounds.append((solution.lp_bound, solution.value_bound))
-        uec = np.cumsum((inst.capacity - reserved_load(inst)).sum(axis=0))
-        made = {name: resolve_policy(ENV_ID, name, env, **policy_kwargs.get(name, {})) for name in policies}
-        for name, policy in made.items():
-            acc = series.setdefault(name, {"profit": 0.0, "work": 0.0, "count": 0})
-            for e in range(episodes):
-                env_seed, pol_seed = episode_seeds(seed, i, e)
-                out = rollout(env, policy, seed=env_seed, policy_seed=pol_seed)
-                info = out["info"]
-                act_times[name] += out["act_seconds"]
-                acc["profit"] = acc["profit"] + np.cumsum(out["profit"])
-                acc["work"] = acc["work"] + np.cumsum(out["work"]) / np.maximum(uec, 1e-12)
-                acc["count"] += 1
-                records.append(
-                    {
-                        "policy": name,
-                        "instance": i,
-                        "episode": e,
-                        "seed": env_seed,
-                        "profit": float(info["episode_profit"]),
-                        "lp_bound": solution.lp_bound,
-                        "value_bound": solution.value_bound,
-                        "uec_utilisation": float(info["uec_utilisation"]),
-                        "accepted": int(info["accepted"]),
-                        "rejected": int(info["rejected"]),
-                        "invalid_actions": int(info["invalid_actions"]),
-                        "reserved_met": bool(info["reserved_completed"] == info["reserved_total"]),
-                        "decisions": len(out["act_seconds"]),
-                        "act_seconds_total": float(np.sum(out["act_seconds"])),
-                        "act_seconds_median": float(np.median(out["act_seconds"])),
-                    }
-                )
-                if bar is not None:
-                    bar.update(1)
-        env.close()
-    if bar is not None:
-        bar.close()
-
-    lp_bound = float(np.mean([b[0] for b in bounds]))
-    value_bound = float(np.mean([b[1] for b in bounds]))
-    rows = []
-    for name in policies:
-        recs = [r for r in records if r["policy"] == name]
-        mean, half = mean_ci95([r["profit"] for r in recs])
-        decisions = sum(r["decisions"] for r in recs)
-        act_total = sum(r["act_seconds_total"] for r in recs)
-        rows.append(
-            {
-                "policy": name,
-                "profit_mean": mean,
-                "profit_ci95": half,
-                "lp_bound": lp_bound,
-                "value_bound": value_bound,
-                "competitive_ratio": mean / lp_bound if lp_bound > 0 else float("nan"),
-                "vs_best_baseline": float("nan"),
-                "uec_utilisation": float(np.mean([r["uec_utilisation"] for r in recs])),
-                "accepted": float(np.mean([r["accepted"] for r in recs])),
-                "invalid_actions": float(np.mean([r["invalid_actions"] for r in recs])),
-                "reserved_met": float(np.mean([r["reserved_met"] for r in recs])),
-                "decision_us": float(np.median(act_times[name]) * 1e6),
-                "decisions_per_s": decisions / act_total if act_total > 0 else float("inf"),
-            }
-        )
-    baseline_profits = [row["profit_mean"] for row in rows if row["policy"] in BASELINE_NAMES]
-    if baseline_profits and max(baseline_profits) > 0:
-        best = max(baseline_profits)
-        for row in rows:
-            row["vs_best_baseline"] = row["profit_mean"] / best
-
-    _write_csv(out_dir / "uec_episodes.csv", records)
-    horizon = next(iter(series.values()))["profit"].size
-    over_time = []
-    for t in range(horizon):
-        row: dict[str, Any] = {"slot": t}
-        for name, acc in series.items():
-            row[f"{name}:cumulative_profit"] = float(acc["profit"][t] / acc["count"])
-            row[f"{name}:uec_utilisation"] = float(acc["work"][t] / acc["count"])
-        over_time.append(row)
-    _write_csv(out_dir / "uec_over_time.csv", over_time)
-    if plots:
-        plot_profit(rows, out_dir / "uec_profit.png")
-        plot_over_time(series, lp_bound, out_dir / "uec_over_time.png")
-    return rows
+    return evaluate(ENV_ID, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
+                    out_dir=out_dir, progress=progress, resolve=resolve, policy_kwargs=policy_kwargs, plots=plots)
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+class LPBound:
+    """OPT(P1-LP) of the UEC-v0 instance an episode ran on (RESCUE's upper bound, uec.md item 4).
 
+    ``Problem.episode_bound`` of UEC-v0: the learning curves' ``env/competitive_ratio`` = realised profit
+    / OPT(LP). Solved once per instance and cached, so it costs one LP per instance. Returns None (ratio
+    not logged) if the LP fails.
+    """
 
-def _pyplot():
-    import matplotlib
+    def __init__(self) -> None:
+        self._cache: list[tuple[Any, float | None]] = []
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    def __call__(self, env: gym.Env) -> float | None:
+        instance = getattr(env.unwrapped, "instance", None)
+        if instance is None:
+            return None
+        for cached, value in self._cache:
+            if cached is instance:
+                return value
+        try:
+            value: float | None = float(rescue_solution(instance).lp_bound)  # cached, shared with RESCUE
+        except Exception as err:  # the bound is a nicety: never stop training for it
+            log.warning("competitive ratio not logged: the UEC LP bound failed (%s)", err)
+            value = None
+        self._cache = [*self._cache[-7:], (instance, value)]
+        return value
 
 
 def plot_profit(rows: list[dict[str, Any]], path: Path) -> None:
     """Bars of mean profit (95 % CI) per policy, with OPT(LP) and Σ_k B_k(1) as lines."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     names = [Path(r["policy"]).name for r in rows]
     ax.bar(names, [r["profit_mean"] for r in rows], yerr=[r["profit_ci95"] for r in rows], capsize=4, color="tab:blue")
@@ -245,7 +267,7 @@ def plot_profit(rows: list[dict[str, Any]], path: Path) -> None:
 
 def plot_over_time(series: dict[str, dict[str, Any]], lp_bound: float, path: Path) -> None:
     """Fig. 5: cumulative profit and time-averaged UEC utilisation over the horizon, per policy."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for name, acc in series.items():
         slots = np.arange(1, acc["profit"].size + 1)

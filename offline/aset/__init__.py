@@ -1,0 +1,45 @@
+"""Non-learning policies for ASET-v0 and its evaluation hook.
+
+Registered for "ASET-v0" (``offline.aset.policies``):
+
+* ``closest``, ``load_balancing``, ``farthest``, ``cheaper``, ``random_latency``, ``random_load``,
+  ``least_impedance``: that static policy held for the whole episode (paper Section III-C);
+* ``random_switch``: a uniformly random static policy in every window;
+* ``periodic_switch``: a fixed cycle of static policies, by default (least_impedance, least_impedance,
+  farthest): a hand-found, non-adaptive reference showing how much mere mixing of two static
+  policies gains (see README, section ASET).
+
+* ``best_static_hindsight``: per episode, the best of the seven static policies on that same episode
+  (an upper bound no single static policy reaches). As a policy it replays the episode seed with each
+  static policy on a copy of the env at reset (7x the cost); the evaluation (``offline.aset.evaluation``,
+  ``HOOK`` for :func:`offline.runner.evaluate`, and ``evaluate_policies``) computes it from the static
+  policies' own episodes instead (same numbers, no extra simulation).
+"""
+
+from __future__ import annotations
+
+from offline.aset import policies  # noqa: F401  (registers the policies)
+from offline.aset.evaluation import DEFAULT_EVALUATION, HOOK, RATE_COLUMNS, evaluate_policies
+from offline.aset.policies import (
+    ENV_ID,
+    HINDSIGHT,
+    BestStaticHindsightPolicy,
+    EpisodeTally,
+    PeriodicSwitchPolicy,
+    RandomSwitchPolicy,
+    StaticPolicy,
+)
+
+__all__ = [
+    "DEFAULT_EVALUATION",
+    "ENV_ID",
+    "HINDSIGHT",
+    "HOOK",
+    "RATE_COLUMNS",
+    "BestStaticHindsightPolicy",
+    "EpisodeTally",
+    "PeriodicSwitchPolicy",
+    "RandomSwitchPolicy",
+    "StaticPolicy",
+    "evaluate_policies",
+]

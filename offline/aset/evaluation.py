@@ -1,0 +1,135 @@
+"""ASET-v0's evaluation hook for :func:`offline.runner.evaluate` (contract 3).
+
+Instance i is ``ASETEnv(instance_seed=seed + i)``; episode e of instance i is reset with
+``offline.protocol.episode_seed(seed, i, e)`` for every policy. Each episode's query counts are summed
+over its windows (:class:`offline.aset.policies.EpisodeTally`, the per-step tally). ``best_static_hindsight``
+is computed from the seven static policies' own episodes (the best success rate per episode; they are
+run when it is requested), the same numbers as playing the policy, without the extra simulation.
+
+Rows: success / failed / rejected rates of the queries (each episode's query-weighted fraction, then mean
+and 95 % CI half-width over all episodes), the success rate per application class, and the mean
+episode length in windows. Files: ``per_episode.csv`` and ``success_over_time.csv`` (mean success
+fraction per window index).
+"""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.aset.env import ASETEnv
+from envs.aset.types import POLICY_NAMES
+from offline.aset.policies import ENV_ID, HINDSIGHT, EpisodeTally
+from offline.protocol import run_episode
+from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy
+from offline.stats import mean_ci95
+
+RATE_COLUMNS = ("success_rate", "failed_rate", "rejected_rate")
+
+#: What ``python evaluate.py env=aset-v0`` runs when policies / instances / episodes are not given.
+DEFAULT_EVALUATION: dict[str, Any] = {
+    "policies": [*POLICY_NAMES, "random_switch", "periodic_switch", HINDSIGHT],
+    "instances": 2,
+    "episodes": 2,
+}
+
+
+class ASETHook(EvaluationHook):
+    """ASET-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+
+    env_id = ENV_ID
+    default_evaluation = DEFAULT_EVALUATION
+    episodes_csv = "per_episode.csv"
+
+    def prepare(self, run: Run) -> None:
+        run.env_kwargs = {k: v for k, v in run.env_kwargs.items() if k != "instance_seed"}
+        run.state.update(curves={}, app_names=())
+
+    def entries(self, run: Run) -> list[Entry]:
+        """The requested policies except ``best_static_hindsight``, plus the static ones it needs."""
+        names = list(dict.fromkeys(p for p in run.policies if p != HINDSIGHT))
+        if HINDSIGHT in run.policies:
+            names += [p for p in POLICY_NAMES if p not in names]
+        return [Entry(name, name) for name in names]
+
+    def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
+        env = ASETEnv(**run.env_kwargs, instance_seed=run.seed + instance)
+        run.state["app_names"] = env.instance.app_names
+        return env
+
+    def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
+             context: Any) -> dict[str, Any]:
+        inst = env.unwrapped.instance
+        tally = EpisodeTally(inst.num_apps)
+        result = run_episode(env, policy, seed=self.seeds(run, instance, episode)[0], on_step=tally)
+        run.state["curves"].setdefault(entry.name, []).append(tally.window_success)
+        return {"policy": entry.name, "instance": instance, "episode": episode, **tally.metrics(inst.app_names),
+                "return": result.total_reward}
+
+    def episode_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Grouped by policy (run order), then ``best_static_hindsight``'s rows with their ``best_policy``."""
+        per_episode = group_by_policy(records)
+        if HINDSIGHT in run.policies:
+            hindsight = []
+            for j in range(run.instances * run.episodes):
+                best = max(POLICY_NAMES, key=lambda p: per_episode[p][j]["success_rate"])
+                hindsight.append({**per_episode[best][j], "policy": HINDSIGHT, "best_policy": best})
+            per_episode[HINDSIGHT] = hindsight
+        return [row for rows in per_episode.values() for row in rows]
+
+    def summary_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        per_episode = group_by_policy(records)
+        return [_summary_row(name, per_episode[name], run.state["app_names"]) for name in run.policies]
+
+    def finish(self, run: Run, rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        curves = run.state["curves"]
+        _write_curves(run.out_dir / "success_over_time.csv", curves, [p for p in run.policies if p in curves])
+        return rows
+
+
+#: ASET-v0's evaluation hook (``Problem.evaluation``).
+HOOK = ASETHook()
+
+
+def evaluate_policies(
+    env_kwargs: dict,
+    policies: list[str],
+    *,
+    instances: int,
+    episodes: int,
+    seed: int,
+    out_dir: pathlib.Path,
+    progress: bool = True,
+    resolve: Resolver | None = None,
+) -> list[dict]:
+    """Run every policy on the same instances (seeds seed, seed+1, ...) and episode seeds
+    (:func:`offline.runner.evaluate`); one row per policy (see the module docstring)."""
+    return evaluate(ENV_ID, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
+                    out_dir=out_dir, progress=progress, resolve=resolve)
+
+
+def _summary_row(name: str, episodes: list[dict[str, float]], app_names: tuple[str, ...]) -> dict[str, Any]:
+    row: dict[str, Any] = {"policy": name}
+    for col in (*RATE_COLUMNS, *(f"success_{a}" for a in app_names)):
+        values = np.array([ep[col] for ep in episodes], dtype=float)
+        values = values[np.isfinite(values)]
+        mean, half = mean_ci95(values) if values.size else (float("nan"), float("nan"))
+        row[col] = mean
+        row[f"{col}_ci95"] = half
+    row["windows"] = float(np.mean([ep["windows"] for ep in episodes]))
+    return row
+
+
+def _write_curves(path: pathlib.Path, curves: dict[str, list[list[float]]], names: list[str]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["policy", "window", "success_mean", "episodes_alive"])
+        for name in names:
+            longest = max((len(c) for c in curves[name]), default=0)
+            for t in range(longest):
+                vals = [c[t] for c in curves[name] if len(c) > t]
+                writer.writerow([name, t, float(np.mean(vals)), len(vals)])

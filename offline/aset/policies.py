@@ -1,0 +1,160 @@
+"""Non-learning policies for ASET-v0 (registered for "ASET-v0" when imported; see ``offline.aset``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.aset.env import ASETEnv
+from envs.aset.types import POLICY_NAMES
+from offline.protocol import run_episode
+from offline.registry import register_policy
+
+ENV_ID = "ASET-v0"
+HINDSIGHT = "best_static_hindsight"
+
+
+class StaticPolicy:
+    """Always the same static scheduling policy (one of the seven actions)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = int(index)
+        self.name = POLICY_NAMES[self.index]
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        """Nothing to prepare: the choice never changes."""
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        return self.index
+
+
+class RandomSwitchPolicy:
+    """A uniformly random static policy in every window (the paper's random-switching baseline)."""
+
+    name = "random_switch"
+
+    def __init__(self) -> None:
+        self._rng = np.random.default_rng()
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        return int(self._rng.integers(len(POLICY_NAMES)))
+
+
+def _register_static(index: int) -> None:
+    @register_policy(ENV_ID, POLICY_NAMES[index])
+    def factory(env: gym.Env, **kwargs: Any) -> StaticPolicy:
+        return StaticPolicy(index)
+
+
+for _index in range(len(POLICY_NAMES)):
+    _register_static(_index)
+
+
+@register_policy(ENV_ID, "random_switch")
+def _random_switch(env: gym.Env, **kwargs: Any) -> RandomSwitchPolicy:
+    return RandomSwitchPolicy()
+
+
+class PeriodicSwitchPolicy:
+    """Cycles through a fixed sequence of static policies, one per window (no state is read)."""
+
+    name = "periodic_switch"
+
+    def __init__(self, sequence: tuple[str | int, ...] = ("least_impedance", "least_impedance", "farthest")) -> None:
+        if len(sequence) == 0:
+            raise ValueError(f"sequence=() is invalid: expected a non-empty list of {list(POLICY_NAMES)}")
+        self.sequence = [POLICY_NAMES.index(p) if isinstance(p, str) and p in POLICY_NAMES else p for p in sequence]
+        for p in self.sequence:
+            if not isinstance(p, (int, np.integer)) or not 0 <= p < len(POLICY_NAMES):
+                raise ValueError(f"sequence entry {p!r} is invalid: expected one of {list(POLICY_NAMES)} or 0..6")
+        self._t = 0
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._t = 0
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        action = int(self.sequence[self._t % len(self.sequence)])
+        self._t += 1
+        return action
+
+
+class BestStaticHindsightPolicy:
+    """Plays the static policy with the best success rate on this very episode (reads the future).
+
+    At reset it runs each of the seven static policies on a copy of ``env`` (same instance, same reset
+    seed, so the same arrivals) and then holds the best one. Needs the episode's reset seed.
+    """
+
+    name = HINDSIGHT
+
+    def __init__(self) -> None:
+        self.choice = 0
+        self.success_by_policy: dict[str, float] = {}
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        if seed is None:
+            raise ValueError("seed=None is invalid for best_static_hindsight: expected the episode's reset seed")
+        base = env.unwrapped
+        copy = ASETEnv(**base.init_kwargs)
+        options = {"instance": base.instance}
+        for index, name in enumerate(POLICY_NAMES):
+            tally = EpisodeTally(base.instance.num_apps)
+            run_episode(copy, StaticPolicy(index), seed=seed, options=options, on_step=tally)
+            self.success_by_policy[name] = tally.metrics(base.instance.app_names)["success_rate"]
+        self.choice = POLICY_NAMES.index(max(POLICY_NAMES, key=self.success_by_policy.__getitem__))
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        return self.choice
+
+
+@register_policy(ENV_ID, HINDSIGHT)
+def _best_static_hindsight(env: gym.Env, **kwargs: Any) -> BestStaticHindsightPolicy:
+    return BestStaticHindsightPolicy()
+
+
+@register_policy(ENV_ID, "periodic_switch")
+def _periodic_switch(env: gym.Env, **kwargs: Any) -> PeriodicSwitchPolicy:
+    return PeriodicSwitchPolicy(**kwargs)
+
+
+class EpisodeTally:
+    """Query counts of one episode, summed over its windows from the step infos (``on_step`` of
+    ``offline.protocol.run_episode``; the evaluation's per-step tally)."""
+
+    def __init__(self, num_apps: int) -> None:
+        self.queries = 0.0
+        self.succeeded = 0.0
+        self.failed = 0.0
+        self.rejected = 0.0
+        self.app_queries = np.zeros(num_apps)
+        self.app_succeeded = np.zeros(num_apps)
+        self.window_success: list[float] = []
+
+    def __call__(self, info: dict[str, Any]) -> None:
+        q = float(info["queries"])
+        self.queries += q
+        self.succeeded += info["success"] * q
+        self.failed += info["failed"] * q
+        self.rejected += info["rejected"] * q
+        self.app_queries += info["class_queries"]
+        self.app_succeeded += info["class_success"] * info["class_queries"]
+        self.window_success.append(float(info["success"]))
+
+    def metrics(self, app_names: tuple[str, ...]) -> dict[str, float]:
+        denom = self.queries if self.queries > 0 else 1.0
+        out = {
+            "success_rate": self.succeeded / denom if self.queries > 0 else 1.0,
+            "failed_rate": self.failed / denom,
+            "rejected_rate": self.rejected / denom,
+            "windows": float(len(self.window_success)),
+        }
+        for a, name in enumerate(app_names):
+            q = self.app_queries[a]
+            out[f"success_{name}"] = self.app_succeeded[a] / q if q > 0 else float("nan")
+        return out
+

@@ -1,0 +1,55 @@
+"""CoRaiS-v0 non-learning policies, the exact MILP (HiGHS) and the evaluation hook.
+
+Importing this package registers for ``CoRaiS-v0`` (``offline.registry``; ``offline.corais.policies``):
+
+| name                                   | policy                                                        |
+|----------------------------------------|---------------------------------------------------------------|
+| exact (kwarg ``time_limit``, def. 10)  | MILP of eqs. (6)-(15) solved by HiGHS under a time limit      |
+| exact_0.02s, exact_0.05s, exact_1s, exact_5s, exact_10s | the same with the paper's time limits        |
+| local                                  | every request at its source edge                              |
+| predicted                              | at its predicted edge if that is in the region, else source   |
+| random1, random100, random500, random1k | best of k uniform dispatches (kwarg ``samples``)             |
+
+All of them read the instance (``env.unwrapped.instance``) and act through ``env.step``. The learned
+attention dispatcher (``corais_greedy``, ``corais_10`` ... ``corais_1k``) is registered by
+``agents.corais`` and resolved by ``agents.loading.resolve_policy``.
+
+Modules: ``milp`` (:func:`solve_exact`, :func:`build_milp`), ``policies`` (the policies above),
+``evaluation`` (``HOOK`` for :func:`offline.runner.evaluate`: the paper's Gap-M against the exact
+solver with a 10 s limit, ``exact_time_limit`` changes it, e.g. for CPU tests; ``evaluate_policies``).
+"""
+
+from __future__ import annotations
+
+from offline.corais import policies  # noqa: F401  (registers the policies)
+from offline.corais.evaluation import DEFAULT_EVALUATION, HOOK, evaluate_policies
+from offline.corais.milp import SolveResult, build_milp, solve_exact
+from offline.corais.policies import (
+    ENV_ID,
+    ExactPolicy,
+    LocalPolicy,
+    PredictedPolicy,
+    RandomBestPolicy,
+    best_of_random,
+    local_dispatch,
+    predicted_dispatch,
+    reference_costs,
+)
+
+__all__ = [
+    "DEFAULT_EVALUATION",
+    "ENV_ID",
+    "HOOK",
+    "ExactPolicy",
+    "LocalPolicy",
+    "PredictedPolicy",
+    "RandomBestPolicy",
+    "SolveResult",
+    "best_of_random",
+    "build_milp",
+    "evaluate_policies",
+    "local_dispatch",
+    "predicted_dispatch",
+    "reference_costs",
+    "solve_exact",
+]

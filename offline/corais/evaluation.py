@@ -1,0 +1,163 @@
+"""CoRaiS-v0's evaluation hook for :func:`offline.runner.evaluate` (contract 3): the paper's Gap-M.
+
+Each of the ``instances`` instances (reset seeds ``seed, seed+1, ...``; one env for all of them) is
+dispatched ``episodes`` times per policy (policy seed ``reset_seed * 1000 + e``, so randomised policies
+are re-drawn; the instance is the same). Gap = R(policy) / R(reference) per instance; the reference is
+the exact MILP with ``exact_time_limit`` seconds (the paper's Gurobi(10s); lower it for quick CPU runs),
+solved once per instance before the policies run, or, with ``reference="corais_1k"`` (Table V), any
+name in ``policies`` (its first episode). Instances where the reference has no incumbent are left out
+of every gap; a time-limited exact policy's gap/cost/time are over the instances it solved
+(``solved_share``). Files: ``corais_per_instance.csv`` (one row per episode) and
+``corais_per_edge.csv`` (mean requests and response time per edge and policy: Table VI's EReqN / LCost).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from offline.corais.policies import ENV_ID, ExactPolicy
+from offline.protocol import run_episode
+from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy
+from offline.stats import mean_ci95
+
+#: What `python evaluate.py env=corais-v0` runs (Table III's rows at the env's scale; ~1 min on 2 cores).
+DEFAULT_EVALUATION: dict[str, Any] = {
+    "policies": ["exact", "local", "predicted", "random1", "random100", "random1k", "corais_greedy", "corais_100", "corais_1k"],
+    "instances": 10,
+    "episodes": 1,
+}
+
+
+class CoRaiSHook(EvaluationHook):
+    """CoRaiS-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+
+    env_id = ENV_ID
+    default_evaluation = DEFAULT_EVALUATION
+    episodes_csv = "corais_per_instance.csv"
+    options = {"exact_time_limit": 10.0, "reference": "exact"}
+
+    def prepare(self, run: Run) -> None:
+        reference = run.options["reference"]
+        if reference != "exact" and reference not in run.policies:
+            raise ValueError(f"reference={reference!r} must be 'exact' or one of policies={run.policies}")
+        run.state["per_edge"] = {}
+        if reference == "exact":
+            run.state["reference_policy"] = ExactPolicy(time_limit=run.options["exact_time_limit"])
+
+    def env_key(self, run: Run, instance: int, entry: Entry) -> int:
+        return 0  # one env for every instance: instance k is the reset seed seed + k
+
+    def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
+        return gym.make(ENV_ID, **run.env_kwargs)
+
+    def seeds(self, run: Run, instance: int, episode: int) -> tuple[int, int]:
+        inst_seed = run.seed + instance
+        return inst_seed, inst_seed * 1000 + episode
+
+    def instance_context(self, run: Run, instance: int, env: gym.Env) -> dict[str, Any]:
+        """The exact reference, solved once per instance (reused for an identical exact policy)."""
+        context: dict[str, Any] = {"ref_cost": np.nan, "cached": {}}
+        if run.options["reference"] == "exact":
+            reference_policy = run.state["reference_policy"]
+            res = run_episode(env, reference_policy, seed=run.seed + instance, time_decisions=True)
+            ok = reference_policy.solved
+            context["ref_cost"] = res.final_info["cost"] if ok else np.nan
+            context["cached"][reference_policy.name] = (res.final_info, res.decision_seconds[0], ok)
+        return context
+
+    def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
+             context: dict[str, Any]) -> dict[str, Any]:
+        name = entry.name
+        inst_seed, policy_seed = self.seeds(run, instance, episode)
+        pol_name = getattr(policy, "name", name)
+        if episode == 0 and isinstance(policy, ExactPolicy) and pol_name in context["cached"]:
+            final, secs, ok = context["cached"][pol_name]
+        else:
+            res = run_episode(env, policy, seed=inst_seed, policy_seed=policy_seed, time_decisions=True)
+            final, secs = res.final_info, res.decision_seconds[0]
+            ok = policy.solved if isinstance(policy, ExactPolicy) else True
+        cost = final["cost"]
+        run.state["per_edge"].setdefault(name, []).append(
+            (final["requests_per_edge"].astype(float), final["edge_times"], final["data_per_edge"])
+        )
+        if run.options["reference"] != "exact" and name == run.options["reference"] and episode == 0:
+            context["ref_cost"] = cost
+        return {"policy": name, "instance": instance, "seed": inst_seed, "episode": episode, "cost": cost,
+                "seconds": secs, "solved": ok}
+
+    def end_instance(self, run: Run, instance: int, context: dict[str, Any], records: list[dict[str, Any]]) -> None:
+        ref_cost = context["ref_cost"]
+        for rec in records:
+            rec["reference_cost"] = ref_cost
+            rec["gap"] = rec["cost"] / ref_cost if rec["solved"] and np.isfinite(ref_cost) else np.nan
+
+    def summary_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_name = group_by_policy(records)
+        rows = []
+        for name in run.policies:
+            recs = by_name[name]
+            solved = [r for r in recs if r["solved"]]
+            gaps = [r["gap"] for r in solved if np.isfinite(r["gap"])]
+            gap_mean, gap_ci = mean_ci95(gaps) if gaps else (float("nan"), float("nan"))
+            times = np.array([r["seconds"] for r in solved]) if solved else np.array([np.nan])
+            rows.append(
+                {
+                    "policy": name,
+                    "gap_mean": gap_mean,
+                    "gap_ci95": gap_ci,
+                    "cost_mean": float(np.mean([r["cost"] for r in solved])) if solved else float("nan"),
+                    "time_mean_s": float(np.mean(times)),
+                    "time_std_s": float(np.std(times)),
+                    "solved_share": len(solved) / len(recs),
+                }
+            )
+        return rows
+
+    def finish(self, run: Run, rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``corais_per_edge.csv``: Table VI's EReqN and LCost per edge and policy."""
+        with open(run.out_dir / "corais_per_edge.csv", "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["policy", "edge", "requests_mean", "edge_time_mean", "data_mean"])
+            for name, triples in run.state["per_edge"].items():
+                counts, times, data = (np.mean([t[k] for t in triples], axis=0) for k in range(3))
+                for j in range(counts.size):
+                    writer.writerow([name, j, f"{counts[j]:.4f}", f"{times[j]:.6f}", f"{data[j]:.4f}"])
+        return rows
+
+    def progress_desc(self, run: Run) -> str:
+        scale = run.env_kwargs.get("scale")
+        return f"CoRaiS {tuple(scale)}" if scale is not None else "CoRaiS"
+
+
+#: CoRaiS-v0's evaluation hook (``Problem.evaluation``).
+HOOK = CoRaiSHook()
+
+
+def evaluate_policies(
+    env_kwargs: dict,
+    policies: list[str],
+    *,
+    instances: int,
+    episodes: int,
+    seed: int,
+    out_dir: Path,
+    progress: bool = True,
+    exact_time_limit: float = 10.0,
+    reference: str = "exact",
+    policy_kwargs: dict[str, dict[str, Any]] | None = None,
+    resolve: Resolver | None = None,
+) -> list[dict]:
+    """Run every policy on the same instances and summarise (:func:`offline.runner.evaluate`).
+
+    Rows: ``policy, gap_mean, gap_ci95, cost_mean, time_mean_s, time_std_s, solved_share``.
+    ``policy_kwargs`` maps a name to factory kwargs (e.g. ``{"corais_greedy": {"run_dir": "runs/..."}}``,
+    with ``resolve=agents.loading.resolve_policy``, which knows the learned policies).
+    """
+    return evaluate(ENV_ID, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
+                    out_dir=out_dir, progress=progress, resolve=resolve, policy_kwargs=policy_kwargs,
+                    exact_time_limit=exact_time_limit, reference=reference)

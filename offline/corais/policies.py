@@ -1,0 +1,173 @@
+"""CoRaiS-v0 non-learning policies: the exact MILP (``offline.corais.milp``), Local, Predicted, Random(k).
+
+They read the instance (``env.unwrapped.instance``) and act through ``env.step``; importing this module
+registers them for ``CoRaiS-v0`` (``offline.registry``, names in ``offline.corais``'s docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.corais.dynamics import dispatch_cost, response_times
+from envs.corais.types import Instance
+from offline.corais.milp import SolveResult, solve_exact
+from offline.registry import register_policy
+
+ENV_ID = "CoRaiS-v0"
+
+
+def local_dispatch(instance: Instance) -> np.ndarray:
+    """Local: every request at its source edge."""
+    return instance.req_src.copy()
+
+
+def predicted_dispatch(instance: Instance) -> np.ndarray:
+    """Predicted: at the predicted edge when it is a region edge, else at the source edge."""
+    return np.where(instance.req_pred < instance.num_region, instance.req_pred, instance.req_src).astype(np.int64)
+
+
+def best_of_random(instance: Instance, samples: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Random(k): the best of ``samples`` uniform dispatches (evaluated in memory-bounded chunks)."""
+    z, q = instance.num_requests, instance.num_region
+    chunk = max(1, min(samples, 2_000_000 // max(z, 1)))
+    best_cost, best = np.inf, None
+    done = 0
+    while done < samples:
+        k = min(chunk, samples - done)
+        acts = rng.integers(0, q, size=(k, z))
+        costs = dispatch_cost(instance, acts)
+        i = int(np.argmin(costs))
+        if costs[i] < best_cost:
+            best_cost, best = float(costs[i]), acts[i].copy()
+        done += k
+    assert best is not None
+    return best, best_cost
+
+
+class _InstancePolicy:
+    """Base for policies that read ``env.unwrapped.instance`` (set in ``reset``)."""
+
+    name = "corais_base"
+
+    def __init__(self) -> None:
+        self._env: gym.Env | None = None
+        self._rng = np.random.default_rng()
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._env = env
+        self._rng = np.random.default_rng(seed)
+
+    @property
+    def instance(self) -> Instance:
+        if self._env is None or self._env.unwrapped.instance is None:
+            raise RuntimeError(f"{self.name}: call reset(env) after env.reset() before act()")
+        return self._env.unwrapped.instance
+
+
+class LocalPolicy(_InstancePolicy):
+    """Every request at its source edge (reads the instance)."""
+
+    name = "local"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        return local_dispatch(self.instance)
+
+
+class PredictedPolicy(_InstancePolicy):
+    """Every request at its predicted edge if that is a region edge, else at its source (reads the instance)."""
+
+    name = "predicted"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        return predicted_dispatch(self.instance)
+
+
+class RandomBestPolicy(_InstancePolicy):
+    """Random(k): best of k uniform dispatches under the cost model (reads the instance)."""
+
+    def __init__(self, samples: int) -> None:
+        super().__init__()
+        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+            raise ValueError(f"samples={samples!r} is invalid: expected an integer >= 1")
+        self.samples = int(samples)
+        self.name = f"random{samples}"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        return best_of_random(self.instance, self.samples, self._rng)[0]
+
+
+class ExactPolicy(_InstancePolicy):
+    """The MILP solved by HiGHS within ``time_limit`` s (reads the instance).
+
+    Without an incumbent it raises (``require_incumbent=True``) or plays the Local dispatch and sets
+    ``last_solve.has_incumbent = False`` so evaluations count the instance as unsolved.
+    """
+
+    def __init__(self, time_limit: float = 10.0, mip_rel_gap: float = 1e-4, require_incumbent: bool = False):
+        super().__init__()
+        if not isinstance(time_limit, (int, float)) or isinstance(time_limit, bool) or not time_limit > 0:
+            raise ValueError(f"time_limit={time_limit!r} is invalid: expected a number of seconds > 0")
+        self.time_limit = float(time_limit)
+        self.mip_rel_gap = float(mip_rel_gap)
+        self.require_incumbent = bool(require_incumbent)
+        self.name = f"exact_{self.time_limit:g}s"
+        self.last_solve: SolveResult | None = None
+
+    @property
+    def solved(self) -> bool:
+        """Whether the last solve found a feasible dispatch."""
+        return self.last_solve is not None and self.last_solve.has_incumbent
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        self.last_solve = solve_exact(
+            self.instance,
+            time_limit=self.time_limit,
+            mip_rel_gap=self.mip_rel_gap,
+            require_incumbent=self.require_incumbent,
+        )
+        if self.last_solve.action is None:
+            return local_dispatch(self.instance)
+        return self.last_solve.action
+
+
+@register_policy(ENV_ID, "exact")
+def _make_exact(env: gym.Env, time_limit: float = 10.0, **kwargs: Any) -> ExactPolicy:
+    return ExactPolicy(time_limit=time_limit, **kwargs)
+
+
+def _register_exact(limit: float) -> None:
+    @register_policy(ENV_ID, f"exact_{limit:g}s")
+    def factory(env: gym.Env, **kwargs: Any) -> ExactPolicy:
+        return ExactPolicy(time_limit=limit, **kwargs)
+
+
+for _limit in (0.02, 0.05, 1.0, 5.0, 10.0):
+    _register_exact(_limit)
+
+
+@register_policy(ENV_ID, "local")
+def _make_local(env: gym.Env) -> LocalPolicy:
+    return LocalPolicy()
+
+
+@register_policy(ENV_ID, "predicted")
+def _make_predicted(env: gym.Env) -> PredictedPolicy:
+    return PredictedPolicy()
+
+
+def _register_random(name: str, samples: int) -> None:
+    @register_policy(ENV_ID, name)
+    def factory(env: gym.Env, samples: int = samples) -> RandomBestPolicy:
+        return RandomBestPolicy(samples)
+
+
+for _name, _k in (("random1", 1), ("random100", 100), ("random500", 500), ("random1k", 1000)):
+    _register_random(_name, _k)
+
+
+def reference_costs(instance: Instance, actions: np.ndarray) -> np.ndarray:
+    """Costs of several dispatches (S, Z) on one instance (a thin alias used by the benchmarks/tests)."""
+    return response_times(instance.tables, actions)[0]

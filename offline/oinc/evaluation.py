@@ -1,0 +1,241 @@
+"""OINC-v0's evaluation hook for :func:`offline.runner.evaluate` (contract 3): the Table II pairings.
+
+A policy name is a Table II name (``TABLE2``), ``oinc=<run_dir>``, ``<inference>+<controller>`` (e.g.
+``greedy+kalmia``, ``runs/x+aret``), or a bare inference policy or run folder (paired with the env
+config's ``retraining``, default aret); :func:`resolve_pair` turns it into (label, controller,
+inference, note). ``oinc`` without a trained run is reported as a row of NaN with a note; ``A_inf`` is
+the trained run when one is given (``model=`` or ``oinc=<run_dir>``) and otherwise the ``liu`` heuristic
+as a stand-in (labelled in the ``inference`` column).
+
+Instance n uses ``instance_seed = seed + n`` (a fresh env per pair and instance, with the pair's
+retraining controller); episode e of instance n is reset with ``offline.protocol.episode_seed(seed, n,
+e)`` for every pair. Files: ``oinc_episodes.csv`` (one row per episode).
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.oinc.env import OINCEnv
+from envs.oinc.retraining import CONTROLLERS
+from offline.oinc.policies import ENV_ID, INFERENCE_POLICIES
+from offline.protocol import episode_seed, run_episode
+from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy
+from offline.stats import mean_ci95
+
+#: Table II name -> (inference policy, retraining controller); "A_inf" = the trained run or a stand-in.
+TABLE2: dict[str, tuple[str, str]] = {
+    "oinc": ("A_inf", "aret"),
+    "ekya": ("nearest", "ekya"),
+    "kalmia": ("greedy", "kalmia"),
+    "greedy_aret": ("greedy", "aret"),
+    "liu_aret": ("liu", "aret"),
+    "ainf_dedas": ("A_inf", "dedas"),
+    "ainf_zhang": ("A_inf", "zhang"),
+}
+#: The paper's Table II (inference s, retraining s) for reference.
+PAPER_TABLE2: dict[str, tuple[float, float]] = {
+    "oinc": (0.250, 96.209),
+    "ekya": (0.277, 101.691),
+    "kalmia": (0.262, 98.372),
+    "greedy_aret": (0.479, 100.684),
+    "liu_aret": (0.271, 100.684),
+    "ainf_dedas": (0.256, 101.286),
+    "ainf_zhang": (0.256, 144.326),
+}
+#: Heuristic used for A_inf when no trained run is given.
+A_INF_STAND_IN = "liu"
+METRICS = ("inference_latency_s", "retraining_completion_s", "weighted_sum", "success_rate")
+#: Averaged per policy (mean and 95 % CI), on top of METRICS.
+HIT_RATES = ("slo_hit_rate", "deadline_hit_rate")
+
+#: What `python evaluate.py env=oinc-v0` runs: Table II (the oinc row needs `oinc=<run_dir>`).
+DEFAULT_EVALUATION: dict[str, Any] = {"policies": list(TABLE2), "instances": 5, "episodes": 2}
+
+
+def resolve_pair(name: str, model: str | None, default_controller: str = "aret") -> tuple[str, str, str | None, str]:
+    """(label, controller, inference spec or None when missing, note) for a policy name.
+
+    Names: a Table II name, ``oinc=<run_dir>``, ``<inference>+<controller>``, or a bare inference policy
+    or run folder (paired with ``default_controller``, the env config's ``retraining``).
+    """
+    note = ""
+    if name.startswith("oinc="):
+        model, name = name.split("=", 1)[1], "oinc"
+    if name in TABLE2:
+        inference, controller = TABLE2[name]
+        if inference == "A_inf":
+            if model:
+                if not pathlib.Path(model).is_dir():
+                    raise ValueError(f"model={model!r} is invalid for policy={name!r}: expected a training run folder")
+                inference, note = model, "A_inf = trained run"
+            elif name == "oinc":
+                return name, controller, None, "missing: no trained run given (oinc=<run_dir> or model=...)"
+            else:
+                inference, note = A_INF_STAND_IN, f"A_inf stand-in = {A_INF_STAND_IN} (no trained run given)"
+        return name, controller, inference, note
+    if "+" in name:
+        inference, controller = name.rsplit("+", 1)
+    elif name in INFERENCE_POLICIES or pathlib.Path(name).is_dir():
+        inference, controller = name, default_controller
+    else:
+        valid = [*TABLE2, "oinc=<run_dir>", "<inference>+<controller>", "<run_dir>"]
+        raise ValueError(
+            f"policy={name!r} is not known for {ENV_ID}: expected one of {valid} with inference in "
+            f"{list(INFERENCE_POLICIES)} (or a run folder) and controller in {list(CONTROLLERS)}"
+        )
+    if controller not in CONTROLLERS:
+        raise ValueError(f"retraining={controller!r} is invalid in policy={name!r}: expected one of {list(CONTROLLERS)}")
+    if inference not in INFERENCE_POLICIES and not pathlib.Path(inference).is_dir():
+        raise ValueError(
+            f"policy={name!r}: inference={inference!r} is invalid: expected one of {list(INFERENCE_POLICIES)} "
+            "or a training run folder"
+        )
+    return name, controller, inference, note
+
+
+def _plain(value: Any) -> Any:
+    """Plain dicts/lists from OmegaConf containers (or any Mapping/Sequence) for the env constructor."""
+    from collections.abc import Mapping
+
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+        return [_plain(v) for v in value]
+    return value
+
+
+def check_policy_names(policies: list[str]) -> None:
+    """What evaluate.py accepts for OINC-v0: Table II names, ``oinc=<run_dir>``, ``<inference>+<controller>``,
+    an inference policy or a run folder; raises ValueError listing the valid forms otherwise."""
+    for name in policies:
+        resolve_pair(name, None)
+
+
+class OINCHook(EvaluationHook):
+    """OINC-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+
+    env_id = ENV_ID
+    default_evaluation = DEFAULT_EVALUATION
+    episodes_csv = "oinc_episodes.csv"
+    options = {"model": None}
+
+    def check_policy_names(self, env_id: str, policies: Sequence[str], available: Sequence[str]) -> None:
+        check_policy_names(list(policies))
+
+    def prepare(self, run: Run) -> None:
+        kwargs = _plain(run.env_kwargs)
+        run.state["default_controller"] = kwargs.pop("retraining", "aret")
+        kwargs.pop("instance_seed", None)
+        run.env_kwargs = kwargs
+        run.state["decision_s"] = {}
+
+    def entries(self, run: Run) -> list[Entry]:
+        """One entry per distinct pair label; ``policy`` is the inference spec (None: missing)."""
+        entries: dict[str, Entry] = {}
+        for name in run.policies:
+            label, controller, inference, note = resolve_pair(name, run.options["model"], run.state["default_controller"])
+            entries.setdefault(label, Entry(label, inference, extra={"controller": controller, "note": note}))
+        return list(entries.values())
+
+    def env_key(self, run: Run, instance: int, entry: Entry) -> tuple[int, int]:
+        return instance, entry.index  # a fresh env per pair (its retraining controller) and instance
+
+    def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
+        return OINCEnv(**run.env_kwargs, retraining=entry.extra["controller"], instance_seed=run.seed + instance)
+
+    def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
+             context: Any) -> dict[str, Any]:
+        ep_seed = episode_seed(run.seed, instance, episode)
+        start = time.perf_counter()
+        result = run_episode(env, policy, seed=ep_seed, time_decisions=True)
+        wall = time.perf_counter() - start
+        info = result.final_info
+        run.state["decision_s"].setdefault(entry.name, []).extend(result.decision_seconds)
+        return {"policy": entry.name, "instance": instance, "episode": episode, "seed": ep_seed, "wall_s": wall} | {
+            m: info[m] for m in (*METRICS, *HIT_RATES)
+        }
+
+    def episode_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Grouped by pair, in the requested order (then instance, episode)."""
+        order = {entry.name: entry.index for entry in run.entries}
+        return sorted(records, key=lambda r: order[r["policy"]])
+
+    def summary_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``policy, inference, retraining``, mean and ``_ci95`` of METRICS and the hit rates, decision_ms, note."""
+        by_label = {entry.name: entry for entry in run.entries}
+        by_name = group_by_policy(records)
+        rows = []
+        for name in run.policies:
+            label = resolve_pair(name, run.options["model"], run.state["default_controller"])[0]
+            entry = by_label[label]
+            row: dict[str, Any] = {
+                "policy": label, "inference": entry.policy or "missing", "retraining": entry.extra["controller"]
+            }
+            if entry.policy is None:
+                for metric in (*METRICS, *HIT_RATES):
+                    row[metric] = float("nan")
+                    row[f"{metric}_ci95"] = float("nan")
+                row["decision_ms"] = float("nan")
+            else:
+                recs = by_name[label]
+                for m in (*METRICS, *HIT_RATES):
+                    finite = [v for v in (float(r[m]) for r in recs) if math.isfinite(v)]
+                    mean, half = mean_ci95(finite) if finite else (float("nan"), float("nan"))
+                    row[m], row[f"{m}_ci95"] = mean, half
+                row["decision_ms"] = 1e3 * float(np.mean(run.state["decision_s"][label]))
+            row["note"] = entry.extra["note"]
+            rows.append(row)
+        return rows
+
+
+#: OINC-v0's evaluation hook (``Problem.evaluation``).
+HOOK = OINCHook()
+
+
+def evaluate_policies(
+    env_kwargs: dict,
+    policies: list[str],
+    *,
+    instances: int,
+    episodes: int,
+    seed: int,
+    out_dir: pathlib.Path,
+    progress: bool = True,
+    model: str | None = None,
+    resolve: Resolver | None = None,
+) -> list[dict]:
+    """Run each policy (a Table II name, an inference+controller pair, or a bare inference policy / run
+    folder paired with ``env_kwargs["retraining"]``) on the same instances and episodes
+    (:func:`offline.runner.evaluate`).
+
+    Returns one row per policy: ``policy, inference, retraining`` then the mean and ``_ci95`` half-width
+    (over all instance x episode runs) of inference_latency_s, retraining_completion_s, weighted_sum,
+    success_rate, plus slo_hit_rate, deadline_hit_rate, decision_ms (mean time per act call) and a note.
+    ``model`` is a trained run folder used for ``oinc`` and as A_inf (a run folder needs
+    ``resolve=agents.loading.resolve_policy``). Also writes ``out_dir/oinc_episodes.csv``.
+    """
+    return evaluate(ENV_ID, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
+                    out_dir=out_dir, progress=progress, resolve=resolve, model=model)
+
+
+def markdown_table(rows: list[dict], with_paper: bool = True) -> str:
+    """Rows of :func:`evaluate_policies` as a markdown table (mean ± ci95), with the paper's Table II."""
+    head = "| policy | inference | retraining | inference s | retraining s | weighted sum | success rate |"
+    lines = [head + (" paper (inf / ret) |" if with_paper else ""), "|" + "---|" * (7 + with_paper)]
+    for r in rows:
+        cells = [r["policy"], r["inference"], r["retraining"]]
+        for m, fmt in zip(METRICS, (".3f", ".1f", ".1f", ".3f")):
+            cells.append(f"{r[m]:{fmt}} ± {r[m + '_ci95']:{fmt}}")
+        if with_paper:
+            paper = PAPER_TABLE2.get(r["policy"])
+            cells.append(f"{paper[0]:.3f} / {paper[1]:.1f}" if paper else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
