@@ -1,0 +1,155 @@
+"""The house's rules, checked on the source: imports run one way, no import circles, no sys.path edits,
+and every list of problems derives from the one problem registry."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+import envs
+from envs.problems import PROBLEMS
+
+ROOT = Path(__file__).resolve().parents[1]
+#: envs ← offline ← agents ← entry points: a module may import only from its own layer or lower ones.
+LAYERS = {"envs": 0, "offline": 1, "agents": 2, "train": 3, "evaluate": 3, "benchmarks": 3}
+SUITE_PACKAGES = ("envs", "offline", "agents")
+
+
+def source_files() -> list[Path]:
+    files = [ROOT / "train.py", ROOT / "evaluate.py"]
+    for folder in (*SUITE_PACKAGES, "benchmarks"):
+        files += sorted((ROOT / folder).rglob("*.py"))
+    return files
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every suite module ``path`` imports anywhere (top level, inside functions, under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if is_module(candidate) else base)
+    return {name for name in found if name.split(".")[0] in LAYERS and is_module(name)}
+
+
+GRAPH = {module_name(p): imported_modules(p) for p in source_files()}
+
+
+def test_house__imports_run_one_way():
+    backward = [
+        f"{source} imports {target}"
+        for source, targets in GRAPH.items()
+        for target in targets
+        if LAYERS[target.split(".")[0]] > LAYERS[source.split(".")[0]]
+    ]
+    assert not backward, "imports must run envs <- offline <- agents <- entry points:\n" + "\n".join(backward)
+
+
+def test_house__the_import_direction_check_sees_a_backward_import(tmp_path):
+    """The check is not vacuous: a function-level import of agents from offline is found."""
+    fake = ROOT / "offline" / "_house_probe.py"
+    fake.write_text("def f():\n    from agents.loading import resolve_policy\n    return resolve_policy\n")
+    try:
+        assert "agents.loading" in imported_modules(fake)
+    finally:
+        fake.unlink()
+
+
+def test_house__no_import_circles():
+    """No module reaches itself through suite imports (delayed imports count: they only hide a circle)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(GRAPH.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(GRAPH):
+        if node not in state:
+            visit(node)
+    # a package __init__ importing its own submodules is how packages export names, not a circle
+    real = [c for c in circles if not any(b.startswith(a + ".") and is_module(a) and
+                                          (ROOT.joinpath(*a.split(".")) / "__init__.py").is_file()
+                                          for a, b in zip(c, c[1:]))]
+    assert not real, "import circles:\n" + "\n".join(" -> ".join(c) for c in real)
+
+
+def test_house__no_file_edits_sys_path():
+    offenders = [
+        str(p.relative_to(ROOT)) for p in [*source_files(), *(ROOT / "tests").rglob("*.py")]
+        if p != Path(__file__) and ("sys.path.insert" in p.read_text() or "sys.path.append" in p.read_text())
+    ]
+    assert not offenders
+
+
+def test_house__env_configs_are_the_registry_s_problems():
+    configs = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "conf" / "env").glob("*.yaml")}
+    assert set(configs) == {p.config for p in PROBLEMS.values()}
+    for problem in PROBLEMS.values():
+        assert configs[problem.config]["id"] == problem.env_id
+    assert envs.ENV_IDS == tuple(PROBLEMS)
+
+
+@pytest.mark.parametrize("env_id", list(PROBLEMS))
+def test_house__every_problem_has_the_same_shape(env_id):
+    """envs/<p>/ exports Env, Scenario, Instance; offline/<p>/ is a package with policies and evaluation."""
+    import importlib
+
+    problem = PROBLEMS[env_id]
+    package = importlib.import_module(f"envs.{problem.package}")
+    env_class = problem.entry_point.rpartition(":")[2]
+    for name in (env_class, "Scenario", "Instance"):
+        assert name in package.__all__, f"envs.{problem.package} does not export {name}"
+    offline_dir = ROOT / "offline" / problem.package
+    for module in ("__init__", "policies", "evaluation"):
+        assert (offline_dir / f"{module}.py").is_file(), f"offline/{problem.package}/{module}.py is missing"
+    assert problem.preset_names(), f"{env_id} names no scenario presets"
+    for folder in ("tests",):
+        assert (ROOT / folder / problem.package).is_dir()
+
+
+def test_house__a_foreign_envs_package_is_refused_with_a_clear_error(tmp_path):
+    """The public index has an unrelated 'envs' package; if it shadows ours, offline says so at import."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "__init__.py").write_text("VALUE = 'someone else'\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", "import offline"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "is not edge-sched-gym's" in result.stderr and "pip uninstall envs" in result.stderr
