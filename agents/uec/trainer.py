@@ -33,15 +33,27 @@ ENV_ID = "UEC-v0"
 
 
 @dataclass
+class NetSizes:
+    """The network sizes of :class:`agents.uec.model.UECModelConfig` (its env dimensions come from the env)."""
+
+    embed_dim: int = 64
+    heads: int = 4
+    layers: int = 2
+    ff_hidden: int = 128
+    tanh_clip: float = 10.0
+
+
+@dataclass
 class TrainConfig:
-    """conf/algo/corais_uec.yaml."""
+    """The schema of conf/algo/corais_uec.yaml (Hydra ConfigStore ``algo/corais_uec_schema``)."""
 
     name: str = "corais_uec"
+    kind: str = "custom"
     default_steps: int = 1_200_000  # environment decisions
     seeds_per_batch: int = 4  # B episode seeds per batch
     samples: int = 8  # S rollouts per seed (the baseline is their mean profit)
     lr: float = 5e-4
-    entropy_coef: float = 0.01
+    entropy_coef: float = 0.01  # beta
     grad_clip: float = 1.0
     normalize_advantage: bool = True
     max_minutes: float = 9.0
@@ -50,20 +62,29 @@ class TrainConfig:
     eval_seed: int = 1000  # evaluation episodes use seeds eval_seed, eval_seed + 1, ...
     checkpoint_every: int = 200  # batches
     threads: int = 1
-    model: dict[str, Any] = field(default_factory=dict)
+    model: NetSizes = field(default_factory=NetSizes)  # a plain dict after from_dict
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(cfg) - known - {"kind"})
-        if unknown:
-            raise ValueError(f"algo=corais_uec: unknown key(s) {unknown}; valid keys: {sorted(known)}")
-        out = cls(**{k: v for k, v in cfg.items() if k in known})
+        """Validate ``cfg`` against the schema (unknown keys, types, ranges); ``model`` stays a plain dict."""
+        from omegaconf import OmegaConf
+        from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a conf/algo YAML read as plain YAML
+        try:
+            data = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls), cfg), resolve=True)
+        except OmegaConfBaseException as err:
+            what = "unknown key" if isinstance(err, ConfigKeyError) else "invalid value"
+            raise ValueError(f"algo=corais_uec: {what} at algo.{err.full_key} ({str(err.msg).splitlines()[0]}); valid keys: "
+                             f"{sorted(cls.__dataclass_fields__)}") from None
+        out = cls(**data)  # type: ignore[arg-type]
         for key in ("seeds_per_batch", "samples", "eval_every", "eval_episodes", "checkpoint_every", "threads"):
             if int(getattr(out, key)) < 1:
                 raise ValueError(f"algo.{key}={getattr(out, key)} is invalid: expected an integer >= 1")
         if out.samples < 2:
             raise ValueError(f"algo.samples={out.samples} is invalid: the baseline needs >= 2 rollouts per seed")
+        if out.eval_seed < 0:
+            raise ValueError(f"algo.eval_seed={out.eval_seed} is invalid: expected an integer >= 0")
         return out
 
 
@@ -73,13 +94,15 @@ class TrainConfig:
 
 
 def make_envs(env_cfg: dict[str, Any], count: int) -> list[gym.Env]:
-    """``count`` unwrapped UEC-v0 copies of ``env_cfg["kwargs"]`` (same instance; no wrapper overhead)."""
-    import envs  # noqa: F401  (registers the ids)
+    """``count`` UEC-v0 copies of ``env_cfg["kwargs"]`` (same instance); unwrapped (no wrapper overhead)
+    unless the config lists observation wrappers (e.g. ``offline.uec.features:LPFeatures``)."""
+    from envs.problems import make
 
     if str(env_cfg.get("id", ENV_ID)) != ENV_ID:
         raise ValueError(f"algo=corais_uec trains only on {ENV_ID}, not on {env_cfg.get('id')!r}")
-    kwargs = dict(env_cfg.get("kwargs") or {})
-    return [gym.make(ENV_ID, **kwargs).unwrapped for _ in range(count)]
+    kwargs, wrappers = dict(env_cfg.get("kwargs") or {}), list(env_cfg.get("wrappers") or ())
+    made = [make(ENV_ID, kwargs, wrappers) for _ in range(count)]
+    return made if wrappers else [env.unwrapped for env in made]
 
 
 def rollouts(
@@ -137,7 +160,7 @@ def _reference_profits(env_cfg: dict[str, Any], seeds: list[int]) -> np.ndarray 
         from offline.protocol import run_episode
         from offline.registry import make_policy
 
-        env = gym.make(ENV_ID, **dict(env_cfg.get("kwargs") or {}))
+        env = make_envs(env_cfg, 1)[0]
         policy = make_policy(ENV_ID, str(env_cfg.get("reference_policy") or "rescue"), env)
         out = []
         for s in seeds:
@@ -177,8 +200,8 @@ class CoRaiSUECPolicy:
         self._generator = torch.Generator().manual_seed(0)
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        layout = getattr(env.unwrapped, "layout", None)
-        if layout is not None and layout != self.model.layout:
+        layout = env.get_wrapper_attr("layout")
+        if layout != self.model.layout:
             raise ValueError(f"the model was trained on layout {self.model.layout}, the env has {layout}")
         if seed is not None:
             self._generator.manual_seed(int(seed))
@@ -199,8 +222,8 @@ def load_policy(run_dir: Path, env: gym.Env, *, checkpoint: str | None = None, g
     if not path.is_file():
         raise ValueError(f"{run_dir} has no {path.name} (training interrupted before the first save?)")
     model = load_model(path)[0]
-    layout = getattr(env.unwrapped, "layout", None)
-    if layout is not None and layout != model.layout:
+    layout = env.get_wrapper_attr("layout")
+    if layout != model.layout:
         raise ValueError(f"run {Path(run_dir).name} was trained on layout {model.layout}, the env has {layout}")
     return CoRaiSUECPolicy(model, name=f"corais_uec:{Path(run_dir).name}", greedy=greedy)
 
@@ -237,7 +260,7 @@ def train(
     n_train = cfg.seeds_per_batch * cfg.samples
     train_envs = make_envs(env_cfg, n_train)
     eval_envs = make_envs(env_cfg, cfg.eval_episodes)
-    model = UECAttentionNet(config_for_layout(train_envs[0].layout, **cfg.model))
+    model = UECAttentionNet(config_for_layout(train_envs[0].get_wrapper_attr("layout"), **cfg.model))
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     writer = SummaryWriter(log_dir=str(run_dir))
     meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
