@@ -5,12 +5,16 @@
         episodes=20 seed=0 out=results/mine
     python evaluate.py experiment=rescue_fig7                       # a paper sweep (conf/experiment/)
 
-The env group (``conf/env/<name>.yaml``, shared with train.py) gives the registered id and the env
-kwargs; evaluate.py dispatches on the id to ``offline.<problem>.evaluate_policies`` (contract 3), prints
-the summary as a markdown table, writes ``<out>/summary.csv`` (plus whatever plots the problem module
-draws) and prints the output folder on its last line. Without ``out=`` the folder is
-``results/<env>__<time>/``. ``policies``, ``instances`` and ``episodes`` default per env to the problem
-module's ``DEFAULT_EVALUATION``. A policy is a registered name or a training run folder.
+The env group (``conf/env/<name>.yaml``, shared with train.py) gives the registered id, the env kwargs
+and the env's ``wrappers``; evaluate.py runs :func:`offline.runner.evaluate` on that id (contract 3) with
+the problem's hook (``Problem.evaluation`` of :mod:`envs.problems`, ``offline.<problem>.evaluation:HOOK``),
+prints the summary as a markdown table, writes ``<out>/summary.csv`` (plus the problem's per-episode CSV
+and plots) and prints the output folder on its last line. Without ``out=`` the folder is
+``results/<env>__<time>/``. ``policies``, ``instances`` and ``episodes`` default per env to the hook's
+``default_evaluation``. A policy is a registered name (non-learning or shipped learned,
+``agents.loading.available_policies``) or a training run folder; ``agents.loading.resolve_policy`` makes
+it. ``evaluation_kwargs`` are the hook's options (e.g. CoRaiS's ``exact_time_limit``, OINC's ``model``)
+and ``policy_kwargs`` (policy name -> factory kwargs, e.g. ``{corais_greedy: {run_dir: runs/x}}``).
 
 Experiments (contract 4) list ``sweeps``: for every value of ``parameter`` (a dotted path into the
 composed config) evaluate.py runs one evaluation into ``<out>/<sweep>/<value>/`` and writes
@@ -22,7 +26,6 @@ one line per policy). A sweep may also carry ``overrides`` (dotted path -> value
 from __future__ import annotations
 
 import csv
-import importlib
 import math
 import sys
 from datetime import datetime
@@ -32,9 +35,11 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from offline.registry import PROBLEM_MODULES, available_policies
+from agents.loading import available_policies, resolve_policy
+from envs.problems import get_problem
+from offline.runner import EvaluationHook, evaluate, get_hook
 
-#: Used when a problem module defines no DEFAULT_EVALUATION.
+#: Used where a problem's hook does not say (its ``default_evaluation``).
 FALLBACK_EVALUATION: dict[str, Any] = {"instances": 1, "episodes": 5}
 SWEEP_KEYS = ("name", "parameter", "values", "metrics", "overrides")
 
@@ -45,62 +50,56 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def problem_module(env_id: str):
-    """The module ``offline.<problem>`` of ``env_id`` (raises listing the valid ids)."""
-    if env_id not in PROBLEM_MODULES:
-        raise ValueError(f"env id {env_id!r} has no evaluation; valid env ids: {sorted(PROBLEM_MODULES)}")
-    module = importlib.import_module(PROBLEM_MODULES[env_id])
-    if not hasattr(module, "evaluate_policies"):
-        raise ValueError(f"{PROBLEM_MODULES[env_id]} defines no evaluate_policies (contract 3)")
-    return module
+def problem_hook(env_id: str) -> EvaluationHook:
+    """The evaluation hook of ``env_id`` (raises listing the valid ids)."""
+    get_problem(env_id)
+    return get_hook(env_id)
 
 
 def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     """Check ``cfg`` and fill the per-env defaults; raise ValueError naming the bad value and the choices."""
     env_id = str(cfg.env.id)
-    module = problem_module(env_id)
+    hook = problem_hook(env_id)
     defaults = dict(FALLBACK_EVALUATION)
-    defaults.update(getattr(module, "DEFAULT_EVALUATION", None) or {})
+    defaults.update(hook.default_evaluation or {})
     policies = cfg.policies if cfg.policies is not None else defaults.get("policies") or available_policies(env_id)
     if isinstance(policies, str):
         policies = [policies]
     policies = [str(p) for p in policies]
     if not policies:
         raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
-    checker = getattr(module, "check_policy_names", None)  # a problem may accept more than registry names
-    if checker is not None:
-        checker(policies)
-    else:
-        valid = available_policies(env_id)
-        for name in policies:
-            if name not in valid and not Path(name).is_dir():
-                raise ValueError(
-                    f"policy {name!r} is neither a registered policy of {env_id} nor a run folder; "
-                    f"valid policies: {valid}"
-                )
+    hook.check_policy_names(env_id, policies, available_policies(env_id))  # a problem may accept more forms
     instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
     episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])
     seed = cfg.seed
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} is invalid: expected an integer >= 0")
     env_kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True) if cfg.env.get("kwargs") is not None else {}
+    wrappers = [str(w) for w in (cfg.env.get("wrappers") or [])]
     extra = cfg.get("evaluation_kwargs") or {}
+    extra = OmegaConf.to_container(extra, resolve=True) if isinstance(extra, DictConfig) else dict(extra)
+    valid_extra = sorted({*hook.options, "policy_kwargs"})  # policy_kwargs: {name: factory kwargs}
+    unknown = sorted(set(extra) - set(valid_extra))
+    if unknown:
+        raise ValueError(f"evaluation_kwargs {unknown} are not known for {env_id}; valid evaluation_kwargs: {valid_extra}")
     return {
         "env_id": env_id,
-        "module": module,
+        "hook": hook,
         "env_kwargs": env_kwargs,
+        "wrappers": wrappers,
         "policies": policies,
         "instances": instances,
         "episodes": episodes,
         "seed": int(seed),
-        "evaluation_kwargs": OmegaConf.to_container(extra, resolve=True) if isinstance(extra, DictConfig) else dict(extra),
+        "evaluation_kwargs": extra,
     }
 
 
 def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
     """One contract-3 evaluation of ``cfg`` into ``out_dir``; returns the summary rows."""
     s = resolve_settings(cfg)
-    rows = s["module"].evaluate_policies(
+    rows = evaluate(
+        s["env_id"],
         s["env_kwargs"],
         s["policies"],
         instances=s["instances"],
@@ -108,6 +107,8 @@ def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
         seed=s["seed"],
         out_dir=out_dir,
         progress=bool(cfg.progress),
+        resolve=resolve_policy,
+        wrappers=s["wrappers"],
         **s["evaluation_kwargs"],
     )
     write_csv(out_dir / "summary.csv", rows)

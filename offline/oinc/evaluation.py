@@ -142,7 +142,8 @@ class OINCHook(EvaluationHook):
         entries: dict[str, Entry] = {}
         for name in run.policies:
             label, controller, inference, note = resolve_pair(name, run.options["model"], run.state["default_controller"])
-            entries.setdefault(label, Entry(label, inference, extra={"controller": controller, "note": note}))
+            kwargs = dict(run.policy_kwargs.get(label, {}))
+            entries.setdefault(label, Entry(label, inference, kwargs, {"controller": controller, "note": note}))
         return list(entries.values())
 
     def env_key(self, run: Run, instance: int, entry: Entry) -> tuple[int, int]:

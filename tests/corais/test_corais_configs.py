@@ -11,8 +11,8 @@ import yaml
 import envs  # noqa: F401
 from agents.corais.model import ModelConfig
 from agents.corais.trainer import TrainConfig
+from agents.loading import available_policies  # non-learning and shipped learned policies
 from envs.corais.generator import parse_scale
-from offline.registry import available_policies
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 EXPERIMENTS = sorted((CONF / "experiment").glob("corais_*.yaml"))

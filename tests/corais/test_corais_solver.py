@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401
+from agents.loading import available_policies  # non-learning and shipped learned policies
 from envs.corais.dynamics import dispatch_cost
 from envs.corais.generator import generate, make_scenario
 from offline import corais
 from offline.protocol import run_episode
-from offline.registry import available_policies, make_policy
+from offline.registry import make_policy
 
 
 def _brute_force(inst) -> float:

@@ -22,6 +22,7 @@ from offline.oinc import (
     LiuPolicy,
     convex_split,
     evaluate_policies,
+    markdown_table,
     resolve_pair,
 )
 from offline.protocol import run_episode
@@ -235,16 +236,25 @@ def test_oinc_trace__bad_files_raise(tmp_path: pathlib.Path) -> None:
 
 
 def test_oinc_evaluate__command_line_writes_summary_csv(tmp_path: pathlib.Path, capsys) -> None:
-    from offline.oinc import main
+    """``python evaluate.py env=oinc-v0`` replaces ``python -m offline.oinc`` (Table II as a markdown table)."""
+    from hydra import compose, initialize_config_dir
 
-    main(["--env-kwargs", '{"scenario": "tiny"}', "--instances", "1", "--episodes", "1", "--policies",
-          "ekya,liu_aret", "--out", str(tmp_path)])
+    import evaluate
+
+    conf = str(pathlib.Path(__file__).resolve().parents[2] / "conf")
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        cfg = compose("evaluate", overrides=["env=oinc-v0", "env.kwargs.scenario=tiny", "instances=1", "episodes=1",
+                                             "policies=[ekya,liu_aret]", "progress=false", f"out={tmp_path}"])
+    evaluate.run(cfg)
     with (tmp_path / "summary.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [r["policy"] for r in rows] == ["ekya", "liu_aret"]
     for m in METRICS:
         assert m in rows[0] and f"{m}_ci95" in rows[0]
     assert "| ekya |" in capsys.readouterr().out
+    table = markdown_table([{k: (v if k in ("policy", "inference", "retraining") else float(v)) for k, v in r.items()
+                             if k != "note"} for r in rows])
+    assert "| ekya | nearest | ekya |" in table and "0.277 / 101.7" in table
 
 
 @pytest.mark.slow
