@@ -93,6 +93,8 @@ class EvaluationHook:
     ``evaluation_kwargs``) with their defaults; ``run.options`` holds the values.
     """
 
+    #: The env id the hook belongs to (the generic hook gets it from its constructor).
+    env_id: str = ""
     #: What ``python evaluate.py env=<name>`` runs when policies / instances / episodes are not given.
     default_evaluation: dict[str, Any] = {"instances": 1, "episodes": 5}
     #: The per-episode CSV written into ``out_dir`` (None: none).
