@@ -3,13 +3,26 @@
     python train.py env=uec-v0 algo=sac                 # the default budget (algo.default_steps)
     python train.py env=uec-v0 algo=dqn steps=50000 seed=1 n_envs=2 out=runs device=cpu
     python train.py env=uec-v0 algo=rescue              # evaluate RESCUE, log it like a run
-    python train.py -m env=uec-v0 algo=sac seed=0,1,2   # a sweep
+    python train.py env=oinc-v0 +experiment=oinc_sac_paper   # a paper preset (conf/experiment/)
+    python train.py -m env=uec-v0 algo=sac seed=0,1,2   # a sweep, one job after the other
+    python train.py -m seed=0,1 hydra/launcher=joblib   # jobs in parallel processes (hydra-joblib-launcher)
+    python train.py -m seed=0,1,2 hydra/launcher=submitit_slurm hydra.launcher.partition=gpu \
+        hydra.launcher.timeout_min=240 device=cuda      # one SLURM job per run (hydra-submitit-launcher)
+    python train.py --cfg job                           # print the composed configuration (add --resolve)
+    python train.py --help                              # config groups and every key with its default
 
-Config groups: conf/env/<name>.yaml (contract 1), conf/algo/<name>.yaml (checked against the dataclass
-schemas of agents.registry), conf/config.yaml (top-level keys, see TrainConfig). Each run writes
-``<out>/<env>__<algo>__<seed>__<time>/`` with config.yaml, TensorBoard event files, progress.csv,
-eval.csv, train.log, checkpoints/ and the final model.zip, and prints that folder and the
-``tensorboard --logdir`` command on its last lines. Ctrl-C saves a checkpoint and flushes the logs.
+The dataclasses below (``TrainConfig``, ``EvalConfig``, ``EnvConfig``) and those of agents.registry
+(one per algorithm) are Hydra structured-config schemas in Hydra's ConfigStore: ``train_schema`` is
+the root of conf/config.yaml, ``algo/<name>_schema`` the first default of conf/algo/<name>.yaml. They
+are the one source of keys, types and defaults, so Hydra itself rejects an unknown key, a wrong type
+or an unknown env/algo choice (listing the available ones). Ranges a type cannot express (steps >= 0,
+gamma in (0, 1], batch_size <= buffer_size, ...) are checked before any run folder is made: an
+``error: <key>=<value> is invalid: expected ...`` line and exit status 2.
+
+Each run writes ``<out>/<env>__<algo>__<seed>__<time>/`` (a ``-<n>`` suffix when parallel jobs meet)
+with config.yaml, TensorBoard event files, progress.csv, eval.csv, train.log, checkpoints/ and the final
+model.zip, and prints that folder and the ``tensorboard --logdir`` command on its last lines. Ctrl-C
+saves a checkpoint and flushes the logs.
 
 ``run(cfg)`` is the whole program; ``main`` is only the Hydra wrapper (tests call ``run``).
 """
@@ -20,55 +33,100 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import hydra
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from agents.registry import COUNT, NATURAL, Rule, check_ranges, register_configs
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 log = logging.getLogger("train")
 
 
 # --------------------------------------------------------------------------------------------------
-# Top-level schema
+# Schemas (Hydra structured configs)
 # --------------------------------------------------------------------------------------------------
+
+
+class Device(str, Enum):
+    auto = "auto"  # cuda when available, else cpu
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class VecEnv(str, Enum):
+    dummy = "dummy"  # DummyVecEnv: the n_envs envs step in this process
+    subproc = "subproc"  # SubprocVecEnv: one process per env
+
+
+@dataclass
+class EnvConfig:
+    """conf/env/<name>.yaml (contract 1), shared with evaluate.py."""
+
+    name: str = "???"  # the run folder's env part, e.g. uec-v0
+    id: str = "???"  # the registered Gymnasium id (envs.problems.PROBLEMS), e.g. UEC-v0
+    kwargs: dict[str, Any] = field(default_factory=dict)  # gym.make(id, **kwargs)
+    wrappers: list[str] = field(default_factory=list)  # "module:Class" gymnasium wrappers, applied in order
+    reference_policy: str | None = None  # non-learning policy logged next to the learner
+    algo_overrides: dict[str, Any] = field(default_factory=dict)  # algo name -> keys merged over conf/algo
 
 
 @dataclass
 class EvalConfig:
     freq: int = 2000  # env steps between evaluations; 0 = only at the start and the end
     episodes: int = 10  # one episode per seed: seed, seed + 1, ...
-    seed: int = 1000
+    seed: int = 1000  # evaluation seeds are disjoint from the training seeds (seed, seed + 1, ...)
     reference: bool = True  # evaluate env.reference_policy on the same seeds and log it
     bound: bool = True  # log env/competitive_ratio against the env's upper bound (UEC: OPT(LP), one LP solve)
 
 
 @dataclass
 class TrainConfig:
-    env: Any = None
-    algo: Any = None
-    steps: int = 30_000
+    """The root of conf/config.yaml (ConfigStore ``train_schema``)."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)  # env=<conf/env/*.yaml>
+    algo: Any = None  # algo=<conf/algo/*.yaml>, typed by its own schema (agents.registry)
+    steps: int = "${algo.default_steps}"  # type: ignore[assignment]  # env steps, summed over the n_envs envs
     seed: int = 0
-    out: str = "runs"
-    n_envs: int = 1
-    vec_env: str = "dummy"
-    device: str = "auto"
-    threads: int = 1
-    progress: bool = True
-    checkpoint_freq: int = 10_000
+    out: str = "runs"  # root folder; each run writes <out>/<env>__<algo>__<seed>__<time>/
+    n_envs: int = 1  # vectorised training envs
+    vec_env: VecEnv = VecEnv.dummy
+    device: Device = Device.auto
+    threads: int = 1  # torch CPU threads (small MLPs are fastest on one thread)
+    progress: bool = True  # progress bar
+    checkpoint_freq: int = 10_000  # env steps between checkpoints (checkpoints/model_<steps>_steps.zip)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
 
-#: budget for algos whose config has no ``default_steps`` (custom trainers cap their own wall time).
-CUSTOM_DEFAULT_STEPS = 64_000
-ENV_KEYS = ("name", "id", "kwargs", "reference_policy", "algo_overrides")
-CHOICES = {"device": ("auto", "cpu", "cuda"), "vec_env": ("dummy", "subproc")}
+#: ranges of the top-level keys (types are the schema's).
+TOP_RULES: dict[str, Rule] = {
+    "steps": NATURAL,
+    "seed": NATURAL,
+    "n_envs": COUNT,
+    "threads": COUNT,
+    "checkpoint_freq": COUNT,
+    "eval.freq": NATURAL,
+    "eval.episodes": COUNT,
+    "eval.seed": NATURAL,
+}
+
+
+def register_schemas() -> None:
+    """Put ``train_schema`` and every ``algo/<name>_schema`` into Hydra's ConfigStore (idempotent)."""
+    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+    register_configs()
+
+
+register_schemas()  # before Hydra (or a test's compose) reads conf/config.yaml
 
 
 def available_choices(group: str) -> list[str]:
-    """The config files of a Hydra group (``env`` or ``algo``)."""
+    """The config files of a Hydra group (``env``, ``algo`` or ``experiment``)."""
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 
@@ -96,33 +154,25 @@ def _algo_cli_overrides(overrides: list[str] | None) -> list[tuple[str, Any]]:
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     return [
-        (o.key_or_group[len("algo."):], o.value())
+        (o.key_or_group.lstrip("+")[len("algo."):], o.value())
         for o in parsed
-        if o.key_or_group.startswith("algo.") and not o.is_delete()
+        if o.key_or_group.lstrip("+").startswith("algo.") and not o.is_delete()
     ]
 
 
 def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
     """Validate ``cfg`` and merge ``env.algo_overrides[<algo>]`` into the algo config.
 
-    Precedence: conf/algo/<algo>.yaml < env's algo_overrides < ``algo.*`` command-line overrides.
-    Raises ValueError naming the key and the valid values on any bad input.
+    Precedence: the algo schema < conf/algo/<algo>.yaml < env's algo_overrides < ``algo.*`` command-line
+    overrides. Raises ValueError naming the key and the valid values on any bad input.
     """
     from agents.registry import get_spec, validate_algo_config
 
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
     cfg.pop("hydra", None)
-    extra = sorted(set(cfg) - set(TrainConfig.__dataclass_fields__))
-    if extra:  # e.g. evaluate.py keys set by a shared conf/experiment preset
-        log.warning("ignoring config keys that train.py does not use: %s", extra)
-        for key in extra:
-            cfg.pop(key)
     env_cfg = cfg.get("env")
-    if not isinstance(env_cfg, DictConfig):
+    if not isinstance(env_cfg, DictConfig) or "id" not in env_cfg:
         raise ValueError(f"env must be chosen with env=<name>; valid envs: {available_choices('env')}")
-    missing = [k for k in ("name", "id") if k not in env_cfg]
-    if missing:
-        raise ValueError(f"env config lacks {missing}; an env config has keys {list(ENV_KEYS)} (contract 1)")
     algo_cfg = cfg.get("algo")
     if not isinstance(algo_cfg, DictConfig) or "name" not in algo_cfg:
         raise ValueError(f"algo must be chosen with algo=<name>; valid algos: {available_choices('algo')}")
@@ -134,59 +184,49 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
     for key, value in _algo_cli_overrides(overrides):
         OmegaConf.update(merged, key, value, merge=True, force_add=True)
     cfg.algo = merged
-    if "default_steps" not in merged and OmegaConf.is_interpolation(cfg, "steps"):
-        cfg.steps = CUSTOM_DEFAULT_STEPS  # custom trainers (contract 5) may not declare a default budget
 
-    # top-level keys against the schema (types, unknown keys)
+    # top level against the schema (types, unknown keys), then ranges
     try:
         top = OmegaConf.merge(OmegaConf.structured(TrainConfig), cfg)
-        OmegaConf.resolve(top)
+        plain = OmegaConf.to_container(top, resolve=True, throw_on_missing=True, enum_to_str=True)
     except OmegaConfBaseException as err:
         if "default_steps" in str(err):
             raise ValueError(f"algo={algo_name} has no default budget: give steps=N") from None
+        key = f" at {err.full_key}" if getattr(err, "full_key", None) else ""
         valid = sorted(TrainConfig.__dataclass_fields__)
-        raise ValueError(f"invalid configuration ({err.msg}); valid top-level keys: {valid}") from None
-    for key, valid in CHOICES.items():
-        if top[key] not in valid:
-            raise ValueError(f"{key}={top[key]!r} is not valid; valid values: {list(valid)}")
-    if top.device == "cuda":
+        raise ValueError(f"invalid configuration{key} ({str(err.msg).splitlines()[0]}); "
+                         f"valid top-level keys: {valid}") from None
+    assert isinstance(plain, dict)
+    check_ranges(plain, TOP_RULES)
+    if plain["device"] == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise ValueError("device=cuda but no CUDA device is available; valid values here: ['auto', 'cpu']")
-    for key in ("n_envs", "threads"):
-        if top[key] < 1:
-            raise ValueError(f"{key}={top[key]} must be >= 1")
-    if top.steps < 0 or top.eval.episodes < 1 or top.eval.freq < 0 or top.checkpoint_freq < 1:
-        raise ValueError(
-            f"need steps >= 0, eval.episodes >= 1, eval.freq >= 0, checkpoint_freq >= 1 (got steps={top.steps}, "
-            f"eval.episodes={top.eval.episodes}, eval.freq={top.eval.freq}, checkpoint_freq={top.checkpoint_freq})"
-        )
 
-    spec = get_spec(top.algo)
-    algo = validate_algo_config(top.algo)
-    top.algo = OmegaConf.create(algo)
-    env = OmegaConf.to_container(top.env, resolve=True)
-    assert isinstance(env, dict)
-    env.setdefault("kwargs", {})
+    spec = get_spec(plain["algo"])
+    plain["algo"] = validate_algo_config(plain["algo"])
+    top = OmegaConf.create(plain)
+    env = dict(plain["env"])
     if spec.kind == "sb3" and top.steps == 0:
-        raise ValueError(f"steps must be > 0 for algo={spec.name}")
-    return Prepared(cfg=top, env=env, algo=algo, spec=spec, steps=int(top.steps))
+        raise ValueError(f"steps=0 is invalid for algo={spec.name}: expected an integer >= 1")
+    return Prepared(cfg=top, env=env, algo=plain["algo"], spec=spec, steps=int(top.steps))
 
 
 def make_env(env_cfg: dict[str, Any]) -> Any:
-    """``gym.make(env.id, **env.kwargs)`` with a clear error for an unregistered or unfinished env."""
+    """``envs.problems.make(env.id, env.kwargs, env.wrappers)`` with a clear error for a bad id or wrapper."""
     import gymnasium as gym
 
-    import envs
+    import envs  # noqa: F401  (registers the suite's problems)
+    from envs.problems import PROBLEMS, make
 
     env_id = str(env_cfg["id"])
     try:
-        return gym.make(env_id, **(env_cfg.get("kwargs") or {}))
+        return make(env_id, env_cfg.get("kwargs"), env_cfg.get("wrappers") or ())
     except gym.error.Error as err:
-        raise ValueError(f"env id {env_id!r} cannot be made ({err}); registered suite ids: {list(envs.ENV_IDS)}") from None
+        raise ValueError(f"env id {env_id!r} cannot be made ({err}); registered suite ids: {list(PROBLEMS)}") from None
     except ModuleNotFoundError as err:
-        raise ValueError(f"env {env_id!r} is registered but its module is missing ({err})") from None
+        raise ValueError(f"env {env_id!r} is registered but a module it needs is missing ({err})") from None
 
 
 def check_fit(prepared: Prepared) -> tuple[Any, int]:
@@ -211,21 +251,32 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
 
 
 def make_run_dir(out: str, env_name: str, algo_name: str, seed: int) -> Path:
+    """A fresh ``<out>/<env>__<algo>__<seed>__<time>[-<n>]`` folder (safe when parallel jobs race for it)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = Path(out) / f"{env_name}__{algo_name}__{seed}__{stamp}"
+    base.parent.mkdir(parents=True, exist_ok=True)
     run_dir, n = base, 1
-    while run_dir.exists():
-        run_dir, n = base.with_name(f"{base.name}-{n}"), n + 1
-    run_dir.mkdir(parents=True)
-    return run_dir
+    while True:
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            run_dir, n = base.with_name(f"{base.name}-{n}"), n + 1
 
 
 def episode_bound(env_cfg: dict[str, Any]) -> Any:
-    """The env's upper-bound function for env/competitive_ratio (None when it has none)."""
-    from agents.callbacks import EPISODE_BOUNDS
+    """The env's upper-bound function for env/competitive_ratio (``Problem.episode_bound``; None if none)."""
+    import envs  # noqa: F401  (registers the suite's problems)
+    from envs.problems import get_problem, load_attr
 
-    factory = EPISODE_BOUNDS.get(str(env_cfg["id"]))
-    return factory() if factory is not None else None
+    path = get_problem(str(env_cfg["id"])).episode_bound
+    if path is None:
+        return None
+    try:
+        return load_attr(path)()
+    except Exception as err:  # the bound is a nicety: never stop training for it
+        log.warning("env/competitive_ratio not logged: the episode bound %s is not available (%s)", path, err)
+        return None
 
 
 def reference_summary(
@@ -426,42 +477,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
 # --------------------------------------------------------------------------------------------------
 
 
-def check_cli(argv: list[str]) -> None:
-    """Fail at once on a malformed or unknown override, listing the valid choices (before Hydra runs)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import OverrideParseException
-
-    from agents.registry import ALGOS
-
-    overrides = [a for a in argv if not a.startswith("-")]
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except OverrideParseException as err:
-        valid = sorted(TrainConfig.__dataclass_fields__)
-        raise ValueError(f"malformed override ({err}); overrides look like key=value, valid keys: {valid}") from None
-    top_keys = set(TrainConfig.__dataclass_fields__)
-    algo_choice = "sac"
-    for o in parsed:
-        if o.key_or_group == "algo":
-            algo_choice = str(o.value())
-    for o in parsed:
-        key = o.key_or_group
-        head = key.split(".")[0].lstrip("+~")
-        if key in ("env", "algo", "experiment"):
-            values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.value()]
-            for value in values:
-                if str(value) not in available_choices(key):
-                    raise ValueError(f"{key}={value} is not known; valid {key}s: {available_choices(key)}")
-        elif head not in top_keys and not head.startswith("hydra"):
-            raise ValueError(f"unknown key {key!r}; valid top-level keys: {sorted(top_keys)}")
-        elif head == "algo" and "." in key and algo_choice in ALGOS and ALGOS[algo_choice].schema is not None:
-            sub = key.split(".")[1]
-            fields = sorted(ALGOS[algo_choice].schema.__dataclass_fields__)
-            if sub not in fields:
-                raise ValueError(f"unknown key {key!r} for algo={algo_choice}; valid algo keys: {fields}")
-
-
-@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
@@ -475,9 +491,8 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        check_cli(sys.argv[1:])
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    main()
+    # Run under the importable name ``train``: the schemas and main() that launchers (joblib, submitit)
+    # pickle for their worker processes are then train.TrainConfig / train.main, not __main__'s copies.
+    import train
+
+    train.main()

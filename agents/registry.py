@@ -8,14 +8,20 @@ Three kinds:
 * ``reference`` a non-learning policy from ``offline.registry`` that is only evaluated and logged
                 (any ``conf/algo/<name>.yaml`` with ``kind: reference`` and ``policy: <name>``).
 
-Each SB3 algorithm has a dataclass schema; its YAML (``conf/algo/<name>.yaml``) merged with the env's
-``algo_overrides`` is checked against it, so a typo or a wrong type fails before anything runs.
+Every algorithm has a dataclass schema, the ONE source of its hyper-parameters' defaults and types.
+:func:`register_configs` stores each in Hydra's ConfigStore as ``algo/<name>_schema``; a
+``conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]`` and keeps only what differs
+from the schema, so Hydra itself rejects unknown keys and wrong types. Ranges that a type cannot say
+(``gamma`` in (0, 1], ``batch_size <= buffer_size``, ...) are checked by :func:`check_algo_ranges`.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from gymnasium import spaces
@@ -23,8 +29,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 # --------------------------------------------------------------------------------------------------
-# Schemas
+# Schemas (Hydra structured configs)
 # --------------------------------------------------------------------------------------------------
+
+
+class Mask(str, Enum):
+    """Where an SB3 learner reads the action mask (agents.masking.infer_mask_dim)."""
+
+    auto = "auto"  # the observation's tail, when the env declares observation_ends_with_action_mask
+    none = "none"  # no masking
 
 
 @dataclass
@@ -34,7 +47,7 @@ class SACConfig:
     name: str = "sac"
     kind: str = "sb3"
     default_steps: int = 30_000  # the budget used when `steps` is not given
-    mask: str = "auto"  # auto: read the action mask from the observation tail if the env has one
+    mask: Mask = Mask.auto  # auto: read the action mask from the observation tail if the env has one
     policy: str = "MlpPolicy"
     learning_rate: float = 3e-4
     buffer_size: int = 100_000
@@ -45,12 +58,12 @@ class SACConfig:
     train_freq: int = 1
     gradient_steps: int = 1
     n_steps: int = 1
-    ent_coef: Any = "auto"
-    ent_coef_init: float = 1.0
-    target_entropy_ratio: float = 0.6
+    ent_coef: Any = "auto"  # "auto" (learned temperature, starting at ent_coef_init) or a fixed float
+    ent_coef_init: float = 1.0  # OINC Table I: initial temperature 1.0
+    target_entropy_ratio: float = 0.6  # target entropy = ratio * log(#feasible actions), per state
     target_update_interval: int = 1
-    max_grad_norm: Any = None
-    policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_grad_norm: float | None = None
+    policy_kwargs: dict[str, Any] = field(default_factory=lambda: {"net_arch": [128, 128]})
 
 
 @dataclass
@@ -60,7 +73,7 @@ class DQNConfig:
     name: str = "dqn"
     kind: str = "sb3"
     default_steps: int = 30_000
-    mask: str = "auto"
+    mask: Mask = Mask.auto
     policy: str = "MlpPolicy"
     learning_rate: float = 1e-4
     buffer_size: int = 100_000
@@ -76,7 +89,7 @@ class DQNConfig:
     exploration_initial_eps: float = 1.0
     exploration_final_eps: float = 0.05
     max_grad_norm: float = 10.0
-    policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    policy_kwargs: dict[str, Any] = field(default_factory=lambda: {"net_arch": [256, 256]})
 
 
 @dataclass
@@ -86,7 +99,7 @@ class MaskablePPOConfig:
     name: str = "ppo_mask"
     kind: str = "sb3"
     default_steps: int = 30_000
-    mask: str = "auto"
+    mask: Mask = Mask.auto  # unused: MaskablePPO calls env.action_masks() itself
     policy: str = "MlpPolicy"
     learning_rate: float = 3e-4
     n_steps: int = 512
@@ -98,16 +111,16 @@ class MaskablePPOConfig:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    policy_kwargs: dict[str, Any] = field(default_factory=lambda: {"net_arch": [128, 128]})
 
 
 @dataclass
 class ReferenceConfig:
     """conf/algo/<policy>.yaml with ``kind: reference`` — evaluate a non-learning policy and log it."""
 
-    name: str = "rescue"
+    name: str = "???"  # the run folder's algo part
     kind: str = "reference"
-    policy: str = "rescue"
+    policy: str = "???"  # a name registered in offline.registry for the env
     default_steps: int = 0
     policy_kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -124,7 +137,7 @@ class AlgoSpec:
     name: str
     kind: str  # sb3 | custom | reference
     target: str  # "module:attr" of the SB3 class or trainer function ("" for reference)
-    schema: type | None
+    schema: type | str  # the config dataclass, or its "module:attr" (custom trainers: imported on demand)
     action_spaces: tuple[type[spaces.Space], ...] | None  # None = the trainer decides
     loader: str | None = None  # custom trainers: "module:load_policy"
     needs_action_masks_method: bool = False
@@ -133,17 +146,39 @@ class AlgoSpec:
     def load_target(self) -> Any:
         return import_path(self.target)
 
+    @property
+    def schema_class(self) -> type:
+        """The config dataclass (imports a custom trainer's module the first time)."""
+        return import_path(self.schema) if isinstance(self.schema, str) else self.schema
+
 
 ALGOS: dict[str, AlgoSpec] = {
     "sac": AlgoSpec("sac", "sb3", "agents.sac:DiscreteSAC", SACConfig, (spaces.Discrete, spaces.MultiDiscrete)),
     "dqn": AlgoSpec("dqn", "sb3", "agents.dqn:MaskedDQN", DQNConfig, (spaces.Discrete,)),
     "ppo_mask": AlgoSpec("ppo_mask", "sb3", "sb3_contrib:MaskablePPO", MaskablePPOConfig,
                          (spaces.Discrete, spaces.MultiDiscrete), needs_action_masks_method=True),
-    "corais": AlgoSpec("corais", "custom", "agents.corais.trainer:train", None, None,
+    "corais": AlgoSpec("corais", "custom", "agents.corais.trainer:train", "agents.corais.trainer:TrainConfig", None,
                        loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0",)),
-    "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", None, None,
+    "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", "agents.uec.trainer:TrainConfig", None,
                            loader="agents.uec.trainer:load_policy", env_ids=("UEC-v0",)),
 }
+
+#: ConfigStore name of an algo's schema: ``conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]``.
+SCHEMA_SUFFIX = "_schema"
+
+
+def register_configs() -> None:
+    """Store every algo schema in Hydra's ConfigStore (group ``algo``); idempotent.
+
+    ``algo/<name>_schema`` for each entry of :data:`ALGOS` and ``algo/reference_schema`` for the
+    non-learning ``kind: reference`` configs.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for name, spec in ALGOS.items():
+        store.store(group="algo", name=f"{name}{SCHEMA_SUFFIX}", node=spec.schema_class)
+    store.store(group="algo", name=f"reference{SCHEMA_SUFFIX}", node=ReferenceConfig)
 
 
 def import_path(path: str) -> Any:
@@ -158,7 +193,7 @@ def import_path(path: str) -> Any:
         raise ValueError(f"{module_name!r} has no attribute {attr!r} (import path {path!r})") from err
 
 
-def get_spec(algo_cfg: DictConfig | dict[str, Any]) -> AlgoSpec:
+def get_spec(algo_cfg: DictConfig | Mapping[str, Any]) -> AlgoSpec:
     """The spec of an algo config; ``kind: reference`` configs get a generic reference spec."""
     name = algo_cfg.get("name")
     if algo_cfg.get("kind") == "reference":
@@ -171,18 +206,118 @@ def get_spec(algo_cfg: DictConfig | dict[str, Any]) -> AlgoSpec:
     return ALGOS[str(name)]
 
 
-def validate_algo_config(algo_cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
-    """Check an algo config against its schema; returns it as a plain dict with defaults filled in."""
+def validate_algo_config(algo_cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """Check an algo config against its schema and ranges; returns a plain dict with defaults filled in.
+
+    Raises ValueError naming the key and the allowed values.
+    """
     spec = get_spec(algo_cfg)
-    raw = algo_cfg if isinstance(algo_cfg, DictConfig) else OmegaConf.create(algo_cfg)
-    if spec.schema is None:  # custom trainers own their schema
-        return OmegaConf.to_container(raw, resolve=True)  # type: ignore[return-value]
+    schema = spec.schema_class
+    raw = algo_cfg if isinstance(algo_cfg, DictConfig) else OmegaConf.create(dict(algo_cfg))
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(spec.schema), raw)
+        merged = OmegaConf.merge(OmegaConf.structured(schema), raw)
+        algo = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True, enum_to_str=True)
     except OmegaConfBaseException as err:
-        valid = sorted(spec.schema.__dataclass_fields__)
-        raise ValueError(f"algo={spec.name}: invalid configuration ({err.msg}); valid keys: {valid}") from None
-    return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]
+        key = f" at algo.{err.full_key}" if getattr(err, "full_key", None) else ""
+        valid = sorted(schema.__dataclass_fields__)
+        raise ValueError(f"algo={spec.name}: invalid configuration{key} ({str(err.msg).splitlines()[0]}); valid keys: {valid}") from None
+    assert isinstance(algo, dict)
+    check_algo_ranges(algo)
+    if hasattr(schema, "from_dict"):  # a custom trainer's own checks (e.g. CoRaiS' baseline names)
+        schema.from_dict(algo)
+    return algo
+
+
+# --------------------------------------------------------------------------------------------------
+# Range checks (what a type annotation cannot say)
+# --------------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: (test, allowed values) by key; :func:`check_ranges` applies the ones whose key is in the config.
+Rule = tuple[Callable[[Any], bool], str]
+POSITIVE: Rule = (lambda v: _number(v) and v > 0, "a finite number > 0")
+NON_NEGATIVE: Rule = (lambda v: _number(v) and v >= 0, "a finite number >= 0")
+UNIT: Rule = (lambda v: _number(v) and 0 < v <= 1, "a number in (0, 1]")
+PROBABILITY: Rule = (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]")
+COUNT: Rule = (lambda v: _integer(v) and v >= 1, "an integer >= 1")
+NATURAL: Rule = (lambda v: _integer(v) and v >= 0, "an integer >= 0")
+OPTIONAL_POSITIVE: Rule = (lambda v: v is None or (_number(v) and v > 0), "null or a finite number > 0")
+
+
+def _ent_coef(value: Any) -> bool:
+    if isinstance(value, str):
+        return value == "auto" or (value.startswith("auto_") and _number(_float(value[5:])) and _float(value[5:]) > 0)
+    return _number(value) and value >= 0
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+ALGO_RULES: dict[str, Rule] = {
+    "default_steps": NATURAL,
+    "learning_rate": POSITIVE,
+    "lr": POSITIVE,
+    "lr_final": OPTIONAL_POSITIVE,
+    "gamma": UNIT,
+    "tau": UNIT,
+    "buffer_size": COUNT,
+    "batch_size": COUNT,
+    "learning_starts": NATURAL,
+    "train_freq": COUNT,
+    "gradient_steps": (lambda v: _integer(v) and (v >= 1 or v == -1), "an integer >= 1, or -1 (one per env step)"),
+    "n_steps": COUNT,
+    "n_epochs": COUNT,
+    "target_update_interval": COUNT,
+    "exploration_fraction": PROBABILITY,
+    "exploration_initial_eps": PROBABILITY,
+    "exploration_final_eps": PROBABILITY,
+    "max_grad_norm": OPTIONAL_POSITIVE,
+    "gae_lambda": PROBABILITY,
+    "clip_range": POSITIVE,
+    "vf_coef": NON_NEGATIVE,
+    "ent_coef": (_ent_coef, "'auto', 'auto_<initial value > 0>' or a finite number >= 0"),
+    "ent_coef_init": POSITIVE,
+    "target_entropy_ratio": UNIT,
+    "grad_clip": POSITIVE,
+    "max_minutes": POSITIVE,
+    "entropy_coef": NON_NEGATIVE,
+}
+
+
+def check_ranges(cfg: Mapping[str, Any], rules: Mapping[str, Rule], prefix: str = "") -> None:
+    """Raise ValueError ``<prefix><key>=<value> is invalid: expected <allowed>`` for the first bad key."""
+    for key, (test, allowed) in rules.items():
+        head, _, rest = key.partition(".")
+        node: Any = cfg
+        for part in (head, *([rest] if rest else [])):
+            if not isinstance(node, Mapping) or part not in node:
+                break
+            node = node[part]
+        else:
+            if not test(node):
+                raise ValueError(f"{prefix}{key}={node!r} is invalid: expected {allowed}")
+
+
+def check_algo_ranges(algo: Mapping[str, Any]) -> None:
+    """:data:`ALGO_RULES` on an algo config, plus ``1 <= batch_size <= buffer_size``."""
+    check_ranges(algo, ALGO_RULES, prefix="algo.")
+    if "buffer_size" in algo and "batch_size" in algo and algo["batch_size"] > algo["buffer_size"]:
+        raise ValueError(
+            f"algo.batch_size={algo['batch_size']} is invalid: expected 1 <= batch_size <= "
+            f"algo.buffer_size={algo['buffer_size']}"
+        )
 
 
 def check_action_space(spec: AlgoSpec, action_space: spaces.Space, env_id: str, has_masks_method: bool) -> None:

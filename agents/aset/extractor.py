@@ -6,11 +6,11 @@ Accepts the env's default flat observation (reshaped to (features, ``time_steps`
 The paper's DQN "consists of a stacking of convolutional layers that extracts temporal correlations
 from the state tensor" (Section IV-A). Two modes:
 
-* ``conv="2d"`` (the paper's architecture, ``TimeConvExtractor.PAPER_PRESET``): the state is a
+* ``conv="2d"`` (the paper's architecture, conf/experiment/aset_dqn_paper.yaml): the state is a
   one-channel image (features x time); three 4x4 convolutions (16/32/64 channels, 'same' padding),
   each followed by ReLU and a max-pool over time only (1x2), then adaptive average pooling and a
   linear layer to ``features_dim`` = 256; SB3's Q head then maps 256 -> 7 (``net_arch=[256]``).
-* ``conv="1d"`` (CPU-sized default): every feature row is an input channel of 1-D convolutions over
+* ``conv="1d"`` (CPU-sized default, conf/env/aset-v0.yaml): every feature row is an input channel of 1-D convolutions over
   the 20 sub-windows (kernel 4), so the cost does not grow with the image area; max-pool over time,
   then a linear layer to ``features_dim``.
 
@@ -24,7 +24,6 @@ Use through ``policy_kwargs``::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
 import gymnasium as gym
 import torch
@@ -42,13 +41,6 @@ def _same_pad(kernel: int) -> tuple[int, int]:
 
 class TimeConvExtractor(BaseFeaturesExtractor):
     """Stacked convolutions over the time axis of a (features, time) Box observation."""
-
-    #: The paper's architecture ([MEM]/[P] in paper-gaps 2.4): pass as features_extractor_kwargs.
-    PAPER_PRESET: ClassVar[dict[str, Any]] = {
-        "conv": "2d", "channels": [16, 32, 64], "kernel": 4, "features_dim": 256, "pooled": [4, 2],
-    }
-    #: CPU-sized default (used by conf/env/aset-v0.yaml).
-    CPU_PRESET: ClassVar[dict[str, Any]] = {"conv": "1d", "channels": [64, 64], "kernel": 4, "features_dim": 128}
 
     def __init__(
         self,

@@ -31,56 +31,72 @@ from envs.corais.generator import Scenario, edge_features, generate, make_scenar
 from envs.corais.types import Instance
 
 
+def _cpu_model() -> ModelConfig:
+    """The CPU-sized network (0.14 M parameters); the paper's is in conf/experiment/corais_train_paper.yaml."""
+    return ModelConfig(embed_dim=64, edge_layers=2, request_layers=1, heads=8, ff_hidden=128, tanh_clip=10.0,
+                       derived_edge_inputs=True)
+
+
 @dataclass
 class TrainConfig:
-    """Hyper-parameters (conf/algo/corais.yaml). Paper-sized preset: see ``PAPER_PRESET``."""
+    """Hyper-parameters: the schema of conf/algo/corais.yaml (Hydra ConfigStore ``algo/corais_schema``).
 
-    batch_size: int = 64
+    The defaults are the CPU-sized run (25 min of one core); the paper-sized preset is
+    conf/experiment/corais_train_paper.yaml.
+    """
+
+    name: str = "corais"
+    kind: str = "custom"
+    default_steps: int = 100_000_000  # effectively unbounded: max_minutes ends the default run
+    batch_size: int = 32
     samples: int = 16  # S decisions per instance (shared mean baseline)
-    lr: float = 1e-4
-    lr_final: float | None = None  # anneal lr geometrically to this over the wall-time budget (None: constant)
-    entropy_coef: float = 0.1  # beta
+    lr: float = 5e-4
+    lr_final: float | None = 5e-5  # anneal lr geometrically to this over the wall-time budget (None: constant)
+    entropy_coef: float = 0.0  # beta
     baseline: str = "mean"  # "mean" of the S samples (paper) or "greedy" (self-critical: the greedy decode's cost)
     greedy_phase: float = 0.0  # share of the wall-time budget, at its end, trained with the greedy baseline
-    relative_advantage: bool = False  # divide each instance's advantage by its baseline cost (scale-free)
+    relative_advantage: bool = True  # divide each instance's advantage by its baseline cost (scale-free)
     grad_clip: float = 3.0
-    max_minutes: float = 14.0
-    eval_every: int = 50
+    max_minutes: float = 25.0
+    eval_every: int = 25
     eval_instances: int = 32
     eval_time_limit: float = 2.0  # exact MILP for the validation reference
     checkpoint_every: int = 500
-    threads: int = 2
+    threads: int = 1  # torch threads (0: leave torch's default)
     init_from: str | None = None  # a saved model file to start from (fine-tuning / continuing a run)
-    model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields (ignored with init_from)
+    model: ModelConfig = field(default_factory=_cpu_model)  # ignored with init_from; a dict after from_dict
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in fields(cls)}
-        unknown = set(cfg) - names - {"name", "preset", "paper_preset", "default_steps"}
-        if unknown:
-            raise ValueError(f"algo config has unknown keys {sorted(unknown)}; allowed: {sorted(names)}")
-        out = cls(**{k: v for k, v in cfg.items() if k in names})
+        """Validate ``cfg`` against the schema (unknown keys, types, ranges); ``model`` stays a plain dict."""
+        from omegaconf import OmegaConf
+        from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a conf/algo YAML read as plain YAML
+        allowed = sorted(f.name for f in fields(cls))
+        try:
+            merged = OmegaConf.merge(OmegaConf.structured(cls), cfg)
+            data = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
+        except ConfigKeyError as err:
+            raise ValueError(f"algo config has unknown keys [{err.full_key!r}]; allowed: {allowed} "
+                             f"(model: {[f.name for f in fields(ModelConfig)]})") from None
+        except OmegaConfBaseException as err:
+            raise ValueError(f"algo.{err.full_key} is invalid: {str(err.msg).splitlines()[0]}") from None
+        out = cls(**data)  # type: ignore[arg-type]
         if out.baseline not in ("mean", "greedy"):
             raise ValueError(f"baseline={out.baseline!r} is invalid: expected 'mean' or 'greedy'")
         if out.lr_final is not None and not float(out.lr_final) > 0:
             raise ValueError(f"lr_final={out.lr_final!r} is invalid: expected None or a learning rate > 0")
         if not 0.0 <= float(out.greedy_phase) <= 1.0:
             raise ValueError(f"greedy_phase={out.greedy_phase!r} is invalid: expected a share in [0, 1]")
+        for key in ("batch_size", "eval_every", "eval_instances", "checkpoint_every"):
+            if int(getattr(out, key)) < 1:
+                raise ValueError(f"{key}={getattr(out, key)} is invalid: expected an integer >= 1")
+        if out.samples < 1 or out.threads < 0:
+            raise ValueError(f"samples={out.samples}, threads={out.threads} are invalid: expected samples >= 1, "
+                             "threads >= 0")
+        ModelConfig(**out.model)  # type: ignore[arg-type]  # its own checks (heads divide embed_dim, mixings)
         return out
-
-
-#: The paper's setting (40,000 batches of 128 on a GPU; ~3.6 M parameters, lr 1e-5 as in the author's code).
-PAPER_PRESET: dict[str, Any] = {
-    "batch_size": 128,
-    "samples": 16,
-    "lr": 1e-5,
-    "lr_final": None,
-    "relative_advantage": False,
-    "entropy_coef": 0.1,
-    "grad_clip": 3.0,
-    "max_minutes": 1e9,
-    "model": {"embed_dim": 256, "edge_layers": 3, "request_layers": 3, "derived_edge_inputs": False},
-}  # with steps = 40_000 * 128
 
 
 def make_batch(scenario: Scenario, rng: np.random.Generator, size: int) -> list[Instance]:
@@ -253,48 +269,73 @@ def load_policy(run_dir: Path, env: gym.Env, **kwargs: Any) -> CoRaiSPolicy:
     return load_corais_policy(run_dir, env, **kwargs)
 
 
-def _parse_value(text: str) -> Any:
-    """A ``--set`` value: int, then float (YAML 1.1 would read "2e-4" as a string), then YAML."""
+@dataclass
+class CLIConfig:
+    """``python -m agents.corais.trainer`` (key=value; see :func:`main`)."""
+
+    run_dir: str = "???"  # mandatory: the run folder (model.pt, TensorBoard events, checkpoints/)
+    scale: list[int] = field(default_factory=lambda: [10, 5, 100])  # (N, Q, Z) of the training instances
+    seed: int = 0
+    steps: int = 10**9  # instances to dispatch (default: until algo.max_minutes)
+    device: str = "cpu"
+    experiment: str | None = None  # conf/experiment/<name>.yaml whose algo, steps and env scale apply first
+    algo: TrainConfig = field(default_factory=TrainConfig)
+
+
+def _experiment(name: str) -> dict[str, Any]:
+    """``algo``, ``steps`` and ``scale`` of conf/experiment/<name>.yaml (e.g. corais_train_paper)."""
     import yaml
 
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return yaml.safe_load(text)
+    conf = Path(__file__).resolve().parents[2] / "conf" / "experiment"
+    path = conf / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"experiment={name!r} is not in {conf}; valid: {sorted(p.stem for p in conf.glob('*.yaml'))}")
+    preset = yaml.safe_load(path.read_text()) or {}
+    out: dict[str, Any] = {"algo": preset.get("algo") or {}}
+    if "steps" in preset:
+        out["steps"] = preset["steps"]
+    scale = ((preset.get("env") or {}).get("kwargs") or {}).get("scale")
+    if scale is not None:
+        out["scale"] = scale
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    """CLI without Hydra: ``python -m agents.corais.trainer --run-dir runs/corais_cpu --minutes 13.5``."""
-    import argparse
+    """Train without Hydra, key=value overrides of :class:`CLIConfig` (``algo.<key>`` as in conf/algo/corais.yaml)::
 
-    import yaml
+        python -m agents.corais.trainer run_dir=runs/corais_cpu algo.max_minutes=13.5
+        python -m agents.corais.trainer run_dir=runs/corais_seed7 seed=7 algo.lr=2e-4 algo.model.edge_mixing=mlp
+        python -m agents.corais.trainer run_dir=runs/corais_paper experiment=corais_train_paper device=cuda
+        python -m agents.corais.trainer run_dir=runs/corais_more algo.init_from=runs/corais_cpu/model.pt
 
-    parser = argparse.ArgumentParser(description="Train the CoRaiS dispatcher (REINFORCE).")
-    parser.add_argument("--config", default=str(Path(__file__).resolve().parents[2] / "conf/algo/corais.yaml"))
-    parser.add_argument("--scale", type=int, nargs=3, default=(10, 5, 100), metavar=("N", "Q", "Z"))
-    parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=10**9, help="instances to dispatch (default: until --minutes)")
-    parser.add_argument("--minutes", type=float, default=None, help="override max_minutes")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--init-from", default=None, help="start from this saved model (continue a run)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override algo config keys")
-    args = parser.parse_args(argv)
-    with open(args.config) as fh:
-        algo = yaml.safe_load(fh)
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--set {item!r} is invalid: expected KEY=VALUE")
-        algo[key] = _parse_value(value)
-    if args.minutes is not None:
-        algo["max_minutes"] = args.minutes
-    if args.init_from:
-        algo["init_from"] = args.init_from
-    path = train({"kwargs": {"scale": list(args.scale)}}, algo, run_dir=Path(args.run_dir), seed=args.seed,
-                 steps=args.steps, device=args.device)
+    ``python -m agents.corais.trainer --help`` lists every key with its default.
+    """
+    import sys
+
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from agents.cli import parse_cli, usage
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in args):
+        print(usage(CLIConfig, main.__doc__))
+        return
+    try:
+        base = parse_cli(CLIConfig, args)  # types and keys first
+        if base.experiment:  # the preset, then the command line again on top
+            preset = OmegaConf.merge(OmegaConf.structured(CLIConfig), _experiment(base.experiment))
+            base = OmegaConf.to_object(OmegaConf.merge(preset, OmegaConf.from_cli(args)))  # type: ignore[assignment]
+        algo = asdict(base.algo)
+        TrainConfig.from_dict(algo)
+    except OmegaConfBaseException as err:
+        print(f"error: experiment={base.experiment}: {err}", file=sys.stderr)
+        sys.exit(2)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    path = train({"kwargs": {"scale": list(base.scale)}}, algo, run_dir=Path(base.run_dir), seed=base.seed,
+                 steps=base.steps, device=base.device)
     print(path)
 
 

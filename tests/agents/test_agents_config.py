@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.errors import MissingConfigException
+from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
 import train
@@ -37,7 +37,7 @@ def test_train__every_env_algo_pair_composes_and_validates(env: str, algo: str):
         if not isinstance(value, dict):
             assert prepared.algo[key] == value
     if spec.kind == "sb3" and "default_steps" not in overrides:
-        assert prepared.steps == ALGOS[spec.name].schema().default_steps or prepared.steps == cfg.algo.default_steps
+        assert prepared.steps == ALGOS[spec.name].schema_class().default_steps == cfg.algo.default_steps
 
 
 @pytest.mark.parametrize("algo", [a for a in ALGO_NAMES if a in ("sac", "dqn")])
@@ -72,33 +72,66 @@ def test_train__unknown_env_or_algo_lists_the_valid_choices():
     assert all(name in str(err.value) for name in ("sac", "dqn"))
     with pytest.raises(MissingConfigException, match="uec-v0"):
         compose_cfg(["env=nope-v9"])
+    with pytest.raises(MissingConfigException, match="oinc_sac_paper"):
+        compose_cfg(["+experiment=nope"])
     with pytest.raises(ValueError, match=r"valid algos: \[.*'sac'"):
         get_spec({"name": "nope"})
-    with pytest.raises(ValueError, match=r"valid envs: \[.*'uec-v0'"):
-        train.check_cli(["env=nope-v9"])
-    with pytest.raises(ValueError, match=r"valid algos: \[.*'dqn'"):
-        train.check_cli(["algo=nope"])
 
 
-def test_train__malformed_or_unknown_override_lists_the_valid_keys():
-    with pytest.raises(ValueError, match="valid keys"):
-        train.check_cli(["steps==3]"])
-    with pytest.raises(ValueError, match=r"valid top-level keys: \[.*'steps'"):
-        train.check_cli(["stepz=3"])
-    with pytest.raises(ValueError, match=r"valid algo keys: \[.*'learning_rate'"):
-        train.check_cli(["algo=sac", "algo.lerning_rate=1e-3"])
-    with pytest.raises(ValueError, match=r"valid top-level keys"):
-        train.prepare(compose_cfg(["steps=abc"]))
-    with pytest.raises(ValueError, match=r"valid values: \['auto', 'cpu', 'cuda'\]"):
-        train.prepare(compose_cfg(["device=tpu"]))
+def test_train__hydra_rejects_unknown_keys_and_wrong_types_with_the_schemas():
+    with pytest.raises(ConfigCompositionException, match="stepz"):
+        compose_cfg(["stepz=3"])
+    with pytest.raises(ConfigCompositionException, match="lerning_rate") as err:
+        compose_cfg(["algo=sac", "algo.lerning_rate=1e-3"])
+    assert "SACConfig" in str(err.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as err:
+        compose_cfg(["steps=abc"])
+    assert "could not be converted to Integer" in str(err.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as err:
+        compose_cfg(["device=tpu"])
+    assert "expected one of [auto, cpu, cuda]" in str(err.value.__cause__)
+    with pytest.raises(ConfigCompositionException) as err:
+        compose_cfg(["algo=corais", "algo.model.embd=3"])
+    assert "ModelConfig" in str(err.value.__cause__)
+    with pytest.raises(ConfigCompositionException, match=r"algo\.batch_size"):
+        compose_cfg(["algo=dqn", "algo.batch_size=big"])
+    # the plain-dict path (a run folder's config, a hand-built cfg) checks the same schemas
     with pytest.raises(ValueError, match=r"valid keys: \[.*'learning_rate'"):
         validate_algo_config({"name": "sac", "lerning_rate": 1e-3})
-    with pytest.raises(ValueError, match="invalid configuration"):
+    with pytest.raises(ValueError, match=r"invalid configuration at algo\.batch_size"):
         validate_algo_config({"name": "dqn", "batch_size": "big"})
-    train.check_cli(["env=uec-v0", "algo=dqn", "steps=300", "algo.batch_size=8", "hydra.run.dir=."])  # fine
-    train.check_cli(["+experiment=oinc_sac_paper", "-m", "seed=0,1", "hydra/launcher=basic"])  # presets and sweeps are fine
-    with pytest.raises(ValueError, match=r"valid experiments: \["):
-        train.check_cli(["+experiment=nope"])
+    compose_cfg(["env=uec-v0", "algo=dqn", "steps=300", "algo.batch_size=8"])  # fine
+    compose_cfg(["+experiment=oinc_sac_paper", "seed=1"])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("algo.gamma=1.5", r"algo.gamma=1.5 is invalid: expected a number in \(0, 1\]"),
+        ("algo.tau=0", r"algo.tau=0.0 is invalid: expected a number in \(0, 1\]"),
+        ("algo.batch_size=0", "algo.batch_size=0 is invalid: expected an integer >= 1"),
+        ("algo.batch_size=200000", "expected 1 <= batch_size <= algo.buffer_size=100000"),
+        ("algo.learning_rate=-1e-3", "algo.learning_rate=-0.001 is invalid: expected a finite number > 0"),
+        ("algo.learning_rate=inf", "algo.learning_rate=inf is invalid"),
+        ("algo.ent_coef=hot", "algo.ent_coef='hot' is invalid: expected 'auto'"),
+        ("steps=-1", "steps=-1 is invalid: expected an integer >= 0"),
+        ("seed=-3", "seed=-3 is invalid: expected an integer >= 0"),
+        ("n_envs=0", "n_envs=0 is invalid: expected an integer >= 1"),
+        ("eval.episodes=0", "eval.episodes=0 is invalid: expected an integer >= 1"),
+    ],
+)
+def test_train__out_of_range_values_name_the_key_and_the_allowed_values(override: str, message: str):
+    with pytest.raises(ValueError, match=message):
+        train.prepare(compose_cfg(["env=uec-v0", "algo=sac", override]), overrides=[override])
+
+
+def test_train__custom_trainer_ranges_are_checked_before_the_run():
+    with pytest.raises(ValueError, match="samples"):
+        train.prepare(compose_cfg(["env=uec-v0", "algo=corais_uec", "algo.samples=1"]))
+    with pytest.raises(ValueError, match="baseline"):
+        train.prepare(compose_cfg(["env=corais-v0", "algo=corais", "algo.baseline=rollout"]))
+    with pytest.raises(ValueError, match=r"algo\.lr=0\.0 is invalid"):
+        train.prepare(compose_cfg(["env=corais-v0", "algo=corais", "algo.lr=0"]))
 
 
 def test_train__action_space_mismatch_names_the_algos_that_fit():
@@ -111,11 +144,57 @@ def test_train__action_space_mismatch_names_the_algos_that_fit():
         check_action_space(ALGOS["ppo_mask"], spaces.Discrete(3), "X-v0", has_masks_method=False)
 
 
-def test_train__command_line_bad_input_fails_at_once_with_the_choices():
-    result = subprocess.run([sys.executable, "train.py", "algo=nope"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 2
-    assert "valid algos" in result.stderr and "sac" in result.stderr
+def _train_py(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=180)
+
+
+def test_train__command_line_unknown_choice_fails_with_hydras_list_of_options():
+    result = _train_py("algo=nope")
+    assert result.returncode != 0
+    assert "Could not find 'algo/nope'" in result.stderr and "sac" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_train__command_line_cfg_job_and_help_print_the_config():
+    result = _train_py("--cfg", "job", "env=oinc-v0", "algo=dqn", "seed=3")
+    assert result.returncode == 0, result.stderr
+    cfg = OmegaConf.create(result.stdout)
+    assert cfg.env.id == "OINC-v0" and cfg.algo.name == "dqn" and cfg.seed == 3
+    assert cfg.algo.gamma == 0.99 and cfg.eval.episodes == 10  # the schemas' defaults
+    help_text = _train_py("--help")
+    assert help_text.returncode == 0, help_text.stderr
+    assert "== Configuration groups ==" in help_text.stdout and "corais_uec" in help_text.stdout
+
+
+def test_train__command_line_out_of_range_value_exits_2_before_any_run_folder(tmp_path):
+    for override, key in (("algo.gamma=1.5", "algo.gamma"), ("algo.batch_size=0", "algo.batch_size"),
+                          ("n_envs=0", "n_envs")):
+        result = _train_py("env=uec-v0", "algo=sac", override, f"out={tmp_path}", "progress=false")
+        assert result.returncode == 2, result.stderr
+        assert f"error: {key}=" in result.stderr and "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())  # no run folder
+
+
+@pytest.mark.slow
+def test_train__joblib_multirun_leaves_one_run_folder_per_seed(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    result = _train_py("-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "env=uec-v0",
+                       "algo=sac", "steps=200", "algo.learning_starts=50", "algo.batch_size=16",
+                       "eval.episodes=1", "eval.freq=0", "eval.reference=false", "eval.bound=false",
+                       "checkpoint_freq=1000", "progress=false", f"out={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = sorted(p.name.split("__")[2] for p in tmp_path.glob("uec-v0__sac__*") if p.is_dir())
+    assert runs == ["0", "1"]
+    for run_dir in tmp_path.glob("uec-v0__sac__*"):
+        assert (run_dir / "model.zip").is_file() and (run_dir / "config.yaml").is_file()
+
+
+def test_train__parallel_jobs_never_share_a_run_folder(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        dirs = list(pool.map(lambda _: train.make_run_dir(str(tmp_path), "uec-v0", "sac", 0), range(8)))
+    assert len(set(dirs)) == 8 and all(d.is_dir() for d in dirs)
 
 
 def test_train__experiment_preset_sets_env_algo_overrides():

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import envs  # noqa: F401  (registers UEC-v0)
+from agents.loading import load_run_policy
 from agents.uec.model import UECAttentionNet, config_for_layout, masked_log_probs
 from agents.uec.trainer import (
     CoRaiSUECPolicy,
@@ -21,7 +22,6 @@ from agents.uec.trainer import (
     rollouts,
     save_model,
 )
-from agents.loading import load_run_policy
 from offline.protocol import run_episode
 
 TINY = {"id": "UEC-v0", "kwargs": {"scenario": "tiny"}, "reference_policy": "rescue"}

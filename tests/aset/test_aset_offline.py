@@ -101,9 +101,17 @@ def test_aset__evaluate_policies_rejects_bad_counts(tmp_path):
                           progress=False)
 
 
-@pytest.mark.parametrize("preset", [TimeConvExtractor.CPU_PRESET, TimeConvExtractor.PAPER_PRESET])
+def _extractor_kwargs(path: str) -> dict:
+    """features_extractor_kwargs of the DQN in a YAML config (the env's CPU default or the paper preset)."""
+    cfg = yaml.safe_load((ROOT / path).read_text())
+    return cfg["env"]["algo_overrides"]["dqn"]["policy_kwargs"]["features_extractor_kwargs"] if "env" in cfg \
+        else cfg["algo_overrides"]["dqn"]["policy_kwargs"]["features_extractor_kwargs"]
+
+
+@pytest.mark.parametrize("config", ["conf/env/aset-v0.yaml", "conf/experiment/aset_dqn_paper.yaml"])
 @pytest.mark.parametrize("layout", ["flat", "2d"])
-def test_aset__extractor_maps_observations_to_features(preset, layout):
+def test_aset__extractor_maps_observations_to_features(config, layout):
+    preset = _extractor_kwargs(config)
     env = ASETEnv(topology="dc-cloud", obs_layout=layout)
     extractor = TimeConvExtractor(env.observation_space, **preset)
     obs = np.stack([env.observation_space.sample() for _ in range(3)])

@@ -10,7 +10,7 @@ import torch
 import envs  # noqa: F401
 from agents.corais.model import CoRaiSNet, ModelConfig, derived_edge_inputs
 from agents.corais.policy import PRETRAINED_DIR, CoRaiSPolicy, load_corais_policy
-from agents.corais.trainer import TrainConfig, _parse_value, batch_scorer, load_policy, train
+from agents.corais.trainer import CLIConfig, TrainConfig, batch_scorer, load_policy, train
 from envs.corais.dynamics import dispatch_cost
 from envs.corais.generator import edge_features, generate, make_scenario
 from offline.protocol import run_episode
@@ -101,8 +101,14 @@ def test_corais_agent__bad_training_options_name_the_parameter(key: str, value: 
 
 
 def test_corais_agent__cli_values_parse_as_numbers_then_yaml() -> None:
-    assert _parse_value("2e-4") == pytest.approx(2e-4) and _parse_value("16") == 16
-    assert _parse_value("true") is True and _parse_value("{a: 1}") == {"a": 1}
+    from agents.cli import parse_cli
+
+    cfg = parse_cli(CLIConfig, ["run_dir=x", "algo.lr=2e-4", "algo.samples=16", "algo.relative_advantage=true",
+                                "scale=[5,5,20]", "algo.model.heads=4"])
+    assert cfg.algo.lr == pytest.approx(2e-4) and cfg.algo.samples == 16 and cfg.algo.relative_advantage is True
+    assert cfg.scale == [5, 5, 20] and cfg.algo.model.heads == 4
+    with pytest.raises(ValueError, match="smaples"):
+        parse_cli(CLIConfig, ["run_dir=x", "algo.smaples=4"])
 
 
 def test_corais_agent__greedy_baseline_and_annealed_lr_training_runs(tmp_path) -> None:
