@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import register, registry
 
-__all__ = ["PROBLEMS", "Problem", "get_problem", "load_attr", "make", "problem_for_config", "register_problem"]
+__all__ = ["PROBLEMS", "Problem", "get_problem", "load_attr", "make", "problem_for_config", "register_problem", "wrap"]
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,11 @@ def make(env_id: str, kwargs: Mapping[str, Any] | None = None, wrappers: Sequenc
     UEC's ``offline.uec.features:LPFeatures`` (RESCUE's value functions appended to the observation).
     """
     get_problem(env_id)
-    env = gym.make(env_id, **dict(kwargs or {}))
+    return wrap(gym.make(env_id, **dict(kwargs or {})), wrappers)
+
+
+def wrap(env: gym.Env, wrappers: Sequence[str]) -> gym.Env:
+    """``env`` inside each wrapper of ``wrappers`` (``"module:Class"`` of a gymnasium.Wrapper), in order."""
     for path in wrappers:
         wrapper = load_attr(str(path))
         if not (isinstance(wrapper, type) and issubclass(wrapper, gym.Wrapper)):

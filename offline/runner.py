@@ -42,7 +42,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.problems import get_problem, load_attr
+from envs.problems import get_problem, load_attr, wrap
 from offline.protocol import EpisodeResult, Policy, episode_seed, run_episode
 from offline.registry import make_policy
 from offline.stats import mean_ci95
@@ -313,7 +313,7 @@ def evaluate(
             for entry in runnable:
                 key = hook.env_key(run, i, entry)
                 if key not in envs:
-                    envs[key] = _wrap(hook.make_env(run, i, entry), run.wrappers)
+                    envs[key] = wrap(hook.make_env(run, i, entry), run.wrappers)
                 env = envs[key]
                 if first:
                     context = hook.instance_context(run, i, env)
@@ -341,15 +341,6 @@ def evaluate(
         write_csv(run.out_dir / hook.episodes_csv, records)
     rows = hook.summary_rows(run, records)
     return hook.finish(run, rows, records)
-
-
-def _wrap(env: gym.Env, wrappers: Sequence[str]) -> gym.Env:
-    for path in wrappers:
-        wrapper = load_attr(path)
-        if not (isinstance(wrapper, type) and issubclass(wrapper, gym.Wrapper)):
-            raise ValueError(f"wrappers entry {path!r} is invalid: expected a gymnasium.Wrapper subclass")
-        env = wrapper(env)
-    return env
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
