@@ -4,6 +4,7 @@ and every list of problems derives from the one problem registry."""
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def test_house__no_import_circles():
     # a package __init__ importing its own submodules is how packages export names, not a circle
     real = [c for c in circles if not any(b.startswith(a + ".") and is_module(a) and
                                           (ROOT.joinpath(*a.split(".")) / "__init__.py").is_file()
-                                          for a, b in zip(c, c[1:]))]
+                                          for a, b in itertools.pairwise(c))]
     assert not real, "import circles:\n" + "\n".join(" -> ".join(c) for c in real)
 
 
@@ -119,7 +120,7 @@ def test_house__env_configs_are_the_registry_s_problems():
     assert set(configs) == {p.config for p in PROBLEMS.values()}
     for problem in PROBLEMS.values():
         assert configs[problem.config]["id"] == problem.env_id
-    assert envs.ENV_IDS == tuple(PROBLEMS)
+    assert tuple(PROBLEMS) == envs.ENV_IDS
 
 
 @pytest.mark.parametrize("env_id", list(PROBLEMS))
