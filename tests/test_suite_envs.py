@@ -13,13 +13,16 @@ from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import envs
-from offline.registry import PROBLEM_MODULES, available_policies, make_policy
+from envs.problems import PROBLEMS
+from offline.registry import available_policies, make_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_suite__every_env_id_has_policies_registered():
-    assert set(envs.ENV_IDS) == set(PROBLEM_MODULES)
+    assert set(envs.ENV_IDS) == set(PROBLEMS)
+    for env_id in envs.ENV_IDS:
+        assert available_policies(env_id), f"{env_id} registers no non-learning policy"
 
 
 #: Warnings the checkers are expected to give, per env, with the reason.

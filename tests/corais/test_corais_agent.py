@@ -11,10 +11,10 @@ import envs  # noqa: F401
 from agents.corais.model import CoRaiSNet, ModelConfig, derived_edge_inputs
 from agents.corais.policy import PRETRAINED_DIR, CoRaiSPolicy, load_corais_policy
 from agents.corais.trainer import CLIConfig, TrainConfig, batch_scorer, load_policy, train
+from agents.loading import resolve_policy as make_policy  # learned (corais_*) and offline names
 from envs.corais.dynamics import dispatch_cost
 from envs.corais.generator import edge_features, generate, make_scenario
 from offline.protocol import run_episode
-from offline.registry import make_policy
 
 TINY_MODEL = {"embed_dim": 16, "edge_layers": 1, "request_layers": 1, "heads": 2, "ff_hidden": 32}
 

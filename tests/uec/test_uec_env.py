@@ -73,7 +73,7 @@ def test_uec__pickle_round_trip_mid_episode_continues_identically():
 
 
 def test_uec__observation_is_fresh_float32_inside_its_space_with_the_mask_last():
-    env = UECEnv(scenario="paper", lp_features=False)
+    env = UECEnv(scenario="paper")
     obs, info = env.reset(seed=0)
     obs2, *_ = env.step(0)
     assert obs.dtype == np.float32 and obs2.dtype == np.float32 and obs is not obs2
