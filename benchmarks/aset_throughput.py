@@ -1,6 +1,6 @@
 """ASET-v0 simulation throughput: decision windows (10 s of simulated traffic, 20 sub-windows) per second.
 
-    python benchmarks/aset_throughput.py [seconds]
+    python -m benchmarks.aset_throughput [seconds=5]     # -h lists the keys
 
 ``measure(seconds)`` is what benchmarks/env_throughput.py imports: windows per second on the default
 full-edge topology at lambda = 60 (about 1000 live streams, 16,000 queries/s), uniformly random actions,
@@ -9,13 +9,11 @@ after a 60-window warm-up so the system holds its steady-state stream population
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.aset.env import ASETEnv
 
@@ -36,8 +34,22 @@ def measure(seconds: float, topology: str = "full-edge", lam: float = 60.0) -> f
     return steps / elapsed
 
 
-def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
+@dataclass
+class Options:
+    seconds: float = 5.0  # wall time per (topology, lambda) measurement
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise ValueError(f"seconds={self.seconds} is invalid: expected a number > 0")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from agents.cli import run_cli
+
+    run_cli(lambda args: _main(args.seconds), Options, __doc__, argv)
+
+
+def _main(seconds: float) -> None:
     for topology in ("dc-cloud", "co-dc-cloud", "full-edge"):
         for lam in (60.0, 100.0):
             rate = measure(seconds, topology, lam)

@@ -1,21 +1,19 @@
 """Throughput of the batched CoRaiS cost R(pi) (numpy and torch), exact-solver time and decision latency.
 
-    python benchmarks/corais_cost.py                 # cost evaluations per second at (10, 5, 100)
-    python benchmarks/corais_cost.py --latency       # + MILP solve time and CoRaiS greedy / 1k decision time
+    python -m benchmarks.corais_cost                  # cost evaluations per second at (10, 5, 100)
+    python -m benchmarks.corais_cost latency=true     # + MILP solve time and CoRaiS greedy / 1k decision time
+    python -m benchmarks.corais_cost scale=[100,50,800] instances=4 samples=100 seconds=2   # -h lists the keys
 
 Prints figures only (never asserted in tests). One "evaluation" = R(pi) of one full dispatch of Z requests.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 
 def _rate(fn, decisions: int, seconds: float) -> float:
@@ -27,15 +25,29 @@ def _rate(fn, decisions: int, seconds: float) -> float:
     return done / (time.perf_counter() - start)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=int, nargs=3, default=(10, 5, 100), metavar=("N", "Q", "Z"))
-    parser.add_argument("--instances", type=int, default=10, help="B stacked instances")
-    parser.add_argument("--samples", type=int, default=1000, help="S decisions per instance")
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--latency", action="store_true", help="also time the MILP and the CoRaiS policy")
-    args = parser.parse_args()
+@dataclass
+class Options:
+    scale: list[int] = field(default_factory=lambda: [10, 5, 100])  # (N, Q, Z)
+    instances: int = 10  # B stacked instances
+    samples: int = 1000  # S decisions per instance
+    seconds: float = 3.0  # wall time per measurement
+    latency: bool = False  # also time the MILP and the CoRaiS policy
 
+    def __post_init__(self) -> None:
+        if len(self.scale) != 3 or min(self.scale) < 1:
+            raise ValueError(f"scale={list(self.scale)} is invalid: expected [N, Q, Z], each >= 1")
+        if self.instances < 1 or self.samples < 1 or not self.seconds > 0:
+            raise ValueError(f"instances={self.instances}, samples={self.samples}, seconds={self.seconds} are "
+                             "invalid: expected instances >= 1, samples >= 1, seconds > 0")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from agents.cli import run_cli
+
+    run_cli(_main, Options, __doc__, argv)
+
+
+def _main(args: Options) -> None:
     import torch
 
     from envs.corais.dynamics import response_times, response_times_torch, stack_tables, tables_to_torch

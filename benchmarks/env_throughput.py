@@ -1,6 +1,6 @@
 """Environment decisions per second against Gymnasium's CartPole-v1, measured in the same run.
 
-    python benchmarks/env_throughput.py [--seconds 5]
+    python -m benchmarks.env_throughput [seconds=5]     # -h lists the keys
 
 UEC-v0 runs its default ("paper") preset with the instance fixed, under a uniformly random *feasible*
 policy (the mask is read from ``info["action_mask"]``); CartPole-v1 runs random actions. Both are
@@ -12,17 +12,13 @@ Timings are machine-dependent: quote the ratio, measured in one run.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import envs  # noqa: F401  (registers the ids)
 
@@ -91,10 +87,22 @@ def optional_benchmarks() -> dict[str, tuple[str, Callable[[float], float]]]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="wall time per measurement")
-    args = parser.parse_args()
+@dataclass
+class Options:
+    seconds: float = 5.0  # wall time per measurement
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise ValueError(f"seconds={self.seconds} is invalid: expected a number > 0")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from agents.cli import run_cli
+
+    run_cli(_main, Options, __doc__, argv)
+
+
+def _main(args: Options) -> None:
     cartpole, uec = interleaved_rates(args.seconds)
     print(f"CartPole-v1: {cartpole:12,.0f} steps/s")
     print(f"UEC-v0     : {uec:12,.0f} decisions/s  (paper preset, fixed instance, random feasible policy)")

@@ -1,25 +1,22 @@
 """RESCUE's offline stage and online decision time at the paper's largest scale (figures, never asserted).
 
-    python benchmarks/offline_stage.py               # K=7, J=18, L=8, T=200: LP build, LP solve, values, decisions
-    python benchmarks/offline_stage.py --compare     # + aggregated vs direct convolution, IPM vs dual simplex
-                                                     #   on the default preset (K=4, J=14, L=4, T=200; slow)
+    python -m benchmarks.offline_stage                # K=7, J=18, L=8, T=200: LP build, LP solve, values, decisions
+    python -m benchmarks.offline_stage compare=true   # + aggregated vs direct convolution, IPM vs dual simplex
+                                                      #   on the default preset (K=4, J=14, L=4, T=200; slow)
+    python -m benchmarks.offline_stage seed=3 episodes=5     # -h lists the keys
 
 Prints wall and CPU (process) seconds: on a shared machine the CPU time is the steadier figure.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import gymnasium as gym
+import numpy as np
 
 import envs  # noqa: F401
 from envs.uec.generator import PRESETS, generate_instance
@@ -70,12 +67,24 @@ def decision_times(overrides: dict, seed: int, episodes: int) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=0, help="instance seed")
-    parser.add_argument("--episodes", type=int, default=20, help="episodes for the decision-time measurement")
-    parser.add_argument("--compare", action="store_true", help="also compare formulations and HiGHS methods")
-    args = parser.parse_args()
+@dataclass
+class Options:
+    seed: int = 0  # instance seed
+    episodes: int = 20  # episodes for the decision-time measurement
+    compare: bool = False  # also compare formulations and HiGHS methods on the default preset
+
+    def __post_init__(self) -> None:
+        if self.seed < 0 or self.episodes < 1:
+            raise ValueError(f"seed={self.seed}, episodes={self.episodes} are invalid: expected seed >= 0, episodes >= 1")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from agents.cli import run_cli
+
+    run_cli(_main, Options, __doc__, argv)
+
+
+def _main(args: Options) -> None:
     largest = {"num_servers": 7, "num_devices": 18, "num_profiles": 8, "horizon": 200}
     print("== RESCUE offline stage at the paper's largest scale ==")
     offline_stage(largest, args.seed)

@@ -1,6 +1,6 @@
 """OINC-v0 slots per second at I = 40, J = 12 (the paper's default) under a uniformly random policy.
 
-    python benchmarks/oinc_throughput.py [--seconds 5] [--retraining aret]
+    python -m benchmarks.oinc_throughput [seconds=5] [retraining=aret]     # -h lists the keys
 
 The env is created with ``gym.make`` (the same wrapper overhead as every other benchmark) and auto-reset
 at the end of each 200-slot episode, so the figure includes resets and the end-of-episode drain phase.
@@ -11,15 +11,12 @@ Timings are machine-dependent.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import envs  # noqa: F401  (registers the ids)
 
@@ -59,11 +56,23 @@ def decision_ms(policy_name: str, episodes: int = 2) -> float:
     return 1e3 * float(np.mean(times))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--retraining", default="aret")
-    args = parser.parse_args()
+@dataclass
+class Options:
+    seconds: float = 5.0  # wall time of the slots-per-second measurement
+    retraining: str = "aret"  # retraining controller: aret | kalmia | ekya | dedas | zhang
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise ValueError(f"seconds={self.seconds} is invalid: expected a number > 0")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from agents.cli import run_cli
+
+    run_cli(_main, Options, __doc__, argv)
+
+
+def _main(args: Options) -> None:
     rate = measure(args.seconds, retraining=args.retraining)
     print(f"OINC-v0 (I=40, J=12, retraining={args.retraining}, random policy): {rate:,.0f} slots/s")
     for name in ("greedy", "liu", "nearest"):

@@ -1,7 +1,9 @@
 """Export learning curves from training runs' TensorBoard event files as a PNG.
 
-    python benchmarks/plot_curves.py runs/uec-v0__sac__0__* runs/uec-v0__dqn__0__* \
-        --out docs/learning_curve_uec.png
+    python -m benchmarks.plot_curves 'runs=[runs/uec-v0__sac__0__*,runs/uec-v0__dqn__0__*]' out=docs/learning_curve_uec.png
+    python -m benchmarks.plot_curves runs=[runs/uec-v0__sac__0__20250101-120000] tags=[eval/mean_reward] title=SAC
+
+``runs`` entries may be glob patterns (quote them for the shell); ``-h`` lists the keys.
 
 One panel per tag (default: eval/mean_reward and rollout/ep_rew_mean), one line per run, x = env steps.
 The reference policy's value (``reference/mean_reward``, logged by train.py next to the learner on the
@@ -10,13 +12,15 @@ same evaluation seeds) is drawn as a dashed line in the eval panel.
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from omegaconf import MISSING
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 
@@ -72,14 +76,46 @@ def plot(runs: list[Path], tags: list[str], out: Path, title: str | None = None)
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", type=Path, help="training run folders")
-    parser.add_argument("--tags", nargs="+", default=["eval/mean_reward", "rollout/ep_rew_mean"])
-    parser.add_argument("--out", type=Path, default=Path("docs/learning_curve.png"))
-    parser.add_argument("--title", default=None)
-    args = parser.parse_args()
-    print(plot(args.runs, args.tags, args.out, args.title))
+@dataclass
+class Options:
+    runs: list[str] = MISSING  # mandatory: training run folders or glob patterns
+    tags: list[str] = field(default_factory=lambda: ["eval/mean_reward", "rollout/ep_rew_mean"])  # one panel each
+    out: str = "docs/learning_curve.png"
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tags:
+            raise ValueError("tags=[] is invalid: expected at least one TensorBoard scalar tag")
+
+
+def expand_runs(patterns: Sequence[str]) -> list[Path]:
+    """Run folders named by ``patterns`` (glob patterns expanded, in order); ValueError when one matches nothing."""
+    import glob
+
+    runs: list[Path] = []
+    for pattern in patterns:
+        found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        found = [f for f in found if Path(f).is_dir()]
+        if not found:
+            raise ValueError(f"runs entry {pattern!r} is invalid: expected a training run folder (or a glob matching some)")
+        runs += [Path(f) for f in found]
+    return runs
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import sys
+
+    from agents.cli import run_cli
+
+    def _main(args: Options) -> None:
+        try:
+            runs = expand_runs(args.runs)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
+        print(plot(runs, list(args.tags), Path(args.out), args.title))
+
+    run_cli(_main, Options, __doc__, argv)
 
 
 if __name__ == "__main__":

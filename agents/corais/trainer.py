@@ -8,6 +8,11 @@ batch_size); ``max_minutes`` caps the wall time. Every ``eval_every`` batches th
 gaps against the exact MILP on a fixed validation set are logged to TensorBoard (``eval/``), the best
 greedy model is kept as ``model_best.pt``, checkpoints go to ``checkpoints/``, the final model to
 ``model.pt``.
+
+Command line (key=value, without Hydra; ``--help`` lists every key)::
+
+    python -m agents.corais.trainer run_dir=runs/corais_cpu algo.max_minutes=13.5 seed=7
+    python -m agents.corais.trainer run_dir=runs/corais_paper experiment=corais_train_paper device=cuda
 """
 
 from __future__ import annotations
@@ -280,6 +285,10 @@ class CLIConfig:
     device: str = "cpu"
     experiment: str | None = None  # conf/experiment/<name>.yaml whose algo, steps and env scale apply first
     algo: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.seed < 0:
+            raise ValueError(f"steps={self.steps}, seed={self.seed} are invalid: expected steps >= 1, seed >= 0")
 
 
 def _experiment(name: str) -> dict[str, Any]:
