@@ -175,7 +175,6 @@ def test_train__command_line_out_of_range_value_exits_2_before_any_run_folder(tm
     assert not list(tmp_path.iterdir())  # no run folder
 
 
-@pytest.mark.slow
 def test_train__joblib_multirun_leaves_one_run_folder_per_seed(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     result = _train_py("-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "env=uec-v0",
@@ -203,3 +202,19 @@ def test_train__experiment_preset_sets_env_algo_overrides():
     prepared = train.prepare(compose_cfg(["+experiment=oinc_sac_paper"]))
     assert prepared.env["id"] == "OINC-v0" and prepared.spec.name == "sac"
     assert prepared.algo["policy_kwargs"]["net_arch"] == [1024, 512] and prepared.steps == 1_000_000
+
+
+def test_cli__key_value_command_lines_check_keys_types_and_ranges(capsys):
+    from agents.cli import parse_cli
+    from benchmarks.corais_cost import Options as CostOptions
+    from benchmarks.oinc_throughput import main as oinc_main
+
+    assert parse_cli(CostOptions, ["scale=[10,5,20]", "latency=true"]).scale == [10, 5, 20]
+    for argv, message in ((["seconds=-1"], "seconds=-1.0 is invalid"), (["second=1"], "Key 'second' not in"),
+                          (["--seconds", "1"], "not of the form key=value"), (["seconds=abc"], "Float")):
+        with pytest.raises(SystemExit) as exit_info:
+            oinc_main(argv)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        oinc_main(["--help"])
+    assert exit_info.value.code == 0 and "seconds: 5.0" in capsys.readouterr().out
