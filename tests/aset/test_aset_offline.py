@@ -108,7 +108,7 @@ def _extractor_kwargs(path: str) -> dict:
         else cfg["algo_overrides"]["dqn"]["policy_kwargs"]["features_extractor_kwargs"]
 
 
-@pytest.mark.parametrize("config", ["conf/env/aset-v0.yaml", "conf/experiment/aset_dqn_paper.yaml"])
+@pytest.mark.parametrize("config", ["conf/env/aset-v0.yaml", "conf/experiment/dqn_aset_paper.yaml"])
 @pytest.mark.parametrize("layout", ["flat", "2d"])
 def test_aset__extractor_maps_observations_to_features(config, layout):
     preset = _extractor_kwargs(config)
