@@ -17,7 +17,6 @@ from the schema, so Hydra itself rejects unknown keys and wrong types. Ranges th
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,8 @@ from typing import Any
 from gymnasium import spaces
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from envs.problems import load_attr
 
 # --------------------------------------------------------------------------------------------------
 # Schemas (Hydra structured configs)
@@ -182,15 +183,11 @@ def register_configs() -> None:
 
 
 def import_path(path: str) -> Any:
-    """Import ``"package.module:attr"`` or ``"package.module.attr"``."""
-    module_name, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
-    if not module_name or not attr:
-        raise ValueError(f"{path!r} is not an import path like 'package.module:Name'")
-    module = importlib.import_module(module_name)
-    try:
-        return getattr(module, attr)
-    except AttributeError as err:
-        raise ValueError(f"{module_name!r} has no attribute {attr!r} (import path {path!r})") from err
+    """Import ``"package.module:attr"`` or ``"package.module.attr"`` (YAML writes classes this way)."""
+    if ":" not in path:
+        module_name, _, attr = path.rpartition(".")
+        path = f"{module_name}:{attr}" if module_name else path
+    return load_attr(path)
 
 
 def get_spec(algo_cfg: DictConfig | Mapping[str, Any]) -> AlgoSpec:

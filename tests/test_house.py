@@ -38,12 +38,25 @@ def is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+def walk_outside_main_guard(tree: ast.AST):
+    """Every node except those under ``if __name__ == "__main__":`` (a script re-importing itself under
+    its module name, so launchers can pickle its functions, is not an import circle)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"':
+            stack.extend(node.orelse)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def imported_modules(path: Path) -> set[str]:
     """Every suite module ``path`` imports anywhere (top level, inside functions, under TYPE_CHECKING)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk_outside_main_guard(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
