@@ -20,7 +20,14 @@ from envs.aset.dynamics import (
 )
 from envs.aset.generator import TOPOLOGIES, Scenario, build_instance
 from envs.aset.types import POLICY_NAMES, Instance, State
-from envs.common.validation import check_choice, check_in_range
+from envs.common.validation import (
+    check_bool,
+    check_choice,
+    check_discrete_action,
+    check_in_range,
+    check_reset_options,
+    check_seed,
+)
 
 #: Observation layouts: the flattened state tensor (default) or the 2-D (features, sub-windows) Box.
 OBS_LAYOUTS: tuple[str, ...] = ("flat", "2d")
@@ -54,7 +61,9 @@ class ASETEnv(gym.Env):
     | 5      | random_load     |
     | 6      | least_impedance |
 
-    Every action is always allowed (the mask is all ones). An action outside the space raises ValueError.
+    Every action is always allowed (the mask is all ones). An action outside the space, or not an integer
+    (a Python or numpy integer, or a 0-d integer array; strings, floats and other shapes are not), raises
+    ValueError.
 
     ## Observation Space
     The state tensor of the last window: features (rows) x sub-windows (columns, K = 20), W = number
@@ -74,14 +83,15 @@ class ASETEnv(gym.Env):
     ## Starting State
     No live streams; the observation is all zeros. The instance (topology, per-antenna rate phases and
     application mixes) is kept across resets unless ``options={"resample": True}``,
-    ``options={"instance": inst}`` or ``resample_instance=True``.
+    ``options={"instance": inst}``, ``resample_instance=True`` or ``instance_seed=None`` (then every reset
+    draws it from ``np_random``).
 
     ## Rewards
     The window's success fraction 1 - (failed + rejected) / queries, in [0, 1] (1 for an empty window).
 
     ## Episode End
     Terminated when the window's success fraction falls below ``theta``; truncated after ``horizon``
-    windows (360 = one hour).
+    windows (360 = one hour). ``step`` after either (or before the first ``reset``) raises RuntimeError.
 
     ## Information
     | key               | meaning                                                                 |
@@ -100,12 +110,18 @@ class ASETEnv(gym.Env):
     - ``topology``: "dc-cloud" | "co-dc-cloud" | "full-edge" or the path of a topology YAML file.
     - ``lam``: clients per minute per antenna, in [1, 200] (60 in training; 100 for the stress test).
     - ``scenario_overrides``: any field of :class:`envs.aset.generator.Scenario`.
-    - ``instance_seed``: seed of the instance generator; ``resample_instance``: a new instance every reset.
+    - ``instance_seed``: seed of the instance generator (a non-negative int). ``None``: no fixed instance;
+      every reset draws the instance from ``np_random`` before the episode, so ``reset(seed=s)`` always
+      gives the same instance and episode (as in every env of the suite).
+    - ``resample_instance``: a new instance every reset (from the ``instance_seed`` stream).
     - ``horizon``: windows per episode, in [1, 100000]; ``theta``: termination threshold, in [0, 1].
     - ``obs_layout``: "flat" (default) or "2d" (see Observation Space).
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
+      is accepted (instance from the reset seed); ``step`` before ``reset`` or after the episode ended
+      raises RuntimeError; unknown reset options, negative reset seeds, non-bool ``resample_instance`` and
+      actions that are not integers ('1', 2.0, one-element arrays) raise ValueError.
     """
 
     metadata = {"render_modes": []}
@@ -115,7 +131,7 @@ class ASETEnv(gym.Env):
         topology: str | Path | Mapping[str, Any] = "full-edge",
         lam: float = 60.0,
         scenario_overrides: Mapping[str, Any] | None = None,
-        instance_seed: int = 0,
+        instance_seed: int | None = 0,
         resample_instance: bool = False,
         horizon: int = 360,
         theta: float = 0.5,
@@ -130,7 +146,8 @@ class ASETEnv(gym.Env):
             )
         check_in_range("horizon", horizon, 1, 100_000, integer=True)
         check_in_range("theta", theta, 0.0, 1.0)
-        check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
+        instance_seed = check_seed("instance_seed", instance_seed)
+        resample_instance = check_bool("resample_instance", resample_instance)
         self.obs_layout = check_choice("obs_layout", obs_layout, OBS_LAYOUTS)
         self.topology = topology
         #: The constructor arguments, so that policies can build an identical copy (e.g. for hindsight).
@@ -142,8 +159,11 @@ class ASETEnv(gym.Env):
         self.scenario = Scenario.from_overrides(lam, scenario_overrides)
         self.horizon = int(horizon)
         self.theta = float(theta)
-        self.resample_instance = bool(resample_instance)
-        self._instance_rng = np.random.default_rng(instance_seed)
+        self.resample_instance = resample_instance
+        self.instance_seed = instance_seed
+        # instance_seed=None: every reset draws the instance from np_random; until the first reset the env
+        # holds the instance of seed 0 (the spaces depend on the topology only)
+        self._instance_rng = np.random.default_rng(0 if instance_seed is None else instance_seed)
         self.instance: Instance = build_instance(topology, self.scenario, self._instance_rng)
         self.action_space = spaces.Discrete(len(POLICY_NAMES))
         n_rows = WORKER_FEATURES * self.instance.num_workers + NUM_CLASS_BINS
@@ -156,28 +176,38 @@ class ASETEnv(gym.Env):
         self.last_result: WindowResult | None = None
         self._arrival_rng = np.random.default_rng(0)
         self._choice_rng = np.random.default_rng(1)
+        self._needs_reset = True
 
     # ------------------------------------------------------------------------------ gymnasium API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        options = options or {}
-        if "instance" in options:
+        super().reset(seed=check_seed("seed", seed))
+        options = check_reset_options(options, ("instance", "resample"))
+        resample = check_bool("options['resample']", options.get("resample", False))
+        if options.get("instance") is not None:
             inst = options["instance"]
             if not isinstance(inst, Instance) or inst.num_workers != self.instance.num_workers:
-                raise ValueError("options['instance'] is invalid: expected an aset Instance with the same workers")
+                raise ValueError(
+                    f"options['instance']={inst!r} is invalid: expected an envs.aset.types.Instance with "
+                    f"{self.instance.num_workers} workers, or None"
+                )
             self.instance = inst
-        elif options.get("resample", False) or self.resample_instance:
+        elif self.instance_seed is None:
+            self.instance = build_instance(self.topology, self.scenario, self.np_random)
+        elif resample or self.resample_instance:
             self.instance = build_instance(self.topology, self.scenario, self._instance_rng)
         seeds = self.np_random.integers(0, 2**63 - 1, size=2)
         self._arrival_rng = np.random.default_rng(int(seeds[0]))
         self._choice_rng = np.random.default_rng(int(seeds[1]))
         self.state = State()
         self.last_result = None
+        self._needs_reset = False
         return self._observe(None), self._info(None, "")
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step() (at the start and after the episode ended)")
         policy = self._check_action(action)
         result = simulate_window(self.instance, self.state, policy, self._arrival_rng, self._choice_rng)
         self.last_result = result
@@ -185,6 +215,7 @@ class ASETEnv(gym.Env):
         reward = succeeded / queries if queries > 0 else 1.0
         terminated = bool(reward < self.theta)
         truncated = bool(self.state.window >= self.horizon and not terminated)
+        self._needs_reset = terminated or truncated
         obs = self._observe(result)
         return obs, float(reward), terminated, truncated, self._info(result, POLICY_NAMES[policy])
 
@@ -198,17 +229,7 @@ class ASETEnv(gym.Env):
         return tensor if self.obs_layout == "2d" else tensor.reshape(-1)
 
     def _check_action(self, action: Any) -> int:
-        try:
-            value = int(np.asarray(action).item())
-            ok = float(np.asarray(action).item()) == value and 0 <= value < len(POLICY_NAMES)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"action={action!r} is invalid: expected an integer in [0, {len(POLICY_NAMES) - 1}] "
-                f"({', '.join(POLICY_NAMES)})"
-            )
-        return value
+        return check_discrete_action(action, len(POLICY_NAMES), POLICY_NAMES)
 
     def _info(self, result: WindowResult | None, policy: str) -> dict[str, Any]:
         n_a = self.instance.num_apps

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,3 +51,60 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     if value not in allowed:
         raise ValueError(f"{name}={value!r} is invalid: expected one of {allowed}")
     return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Raise ValueError unless ``value`` is a bool (Python or numpy); return it as a Python bool.
+
+    Strings such as ``"false"`` are rejected rather than read as truthy.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}={value!r} is invalid: expected True or False")
+    return bool(value)
+
+
+def check_seed(name: str, value: Any, *, allow_none: bool = True) -> int | None:
+    """Raise ValueError unless ``value`` is a non-negative integer seed (or None if ``allow_none``).
+
+    Python and numpy integers are accepted (returned as a Python int); bools, floats and strings are not.
+    """
+    if value is None and allow_none:
+        return None
+    allowed = "a non-negative integer" + (" or None" if allow_none else "")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name}={value!r} is invalid: expected {allowed}")
+    if value < 0:
+        raise ValueError(f"{name}={value!r} is out of range: expected {allowed}")
+    return int(value)
+
+
+def check_reset_options(options: Any, valid: Iterable[str]) -> dict[str, Any]:
+    """``reset``'s ``options`` as a new dict; ValueError naming unknown keys and listing the valid ones."""
+    allowed = sorted(valid)
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options={options!r} is invalid: expected None or a dict with keys among {allowed}")
+    unknown = sorted((key for key in options if key not in allowed), key=repr)
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown}; valid options: {allowed}")
+    return dict(options)
+
+
+def check_discrete_action(action: Any, n: int, names: Iterable[str] | None = None) -> int:
+    """A Discrete(n) action as a Python int: an int, numpy integer or 0-d integer array in [0, n).
+
+    Anything else (bools, floats — even integral ones —, strings, arrays of another shape) raises
+    ValueError naming ``action`` and the allowed values (``names`` lists what each action means).
+    """
+    if type(action) is int and 0 <= action < n:  # the fast path of every step
+        return action
+    ok = (
+        (isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)))
+        or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer))
+    ) and 0 <= int(action) < n
+    if not ok:
+        meaning = f" ({', '.join(names)})" if names is not None else ""
+        raise ValueError(f"action={action!r} is invalid: expected an integer in [0, {n - 1}]{meaning}")
+    return int(action)
+

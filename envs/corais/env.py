@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.validation import check_choice
+from envs.common.validation import check_bool, check_choice, check_reset_options, check_seed
 from envs.corais.dynamics import response_times
 from envs.corais.generator import (
     CHARACTERISTICS,
@@ -86,13 +86,17 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
       every paper scale "N-Q-Z"); default (10, 5, 100).
     - ``scenario_overrides``: dict of ``Scenario`` fields (``replicas``, ``coef_a``, ``coef_b``,
       ``backlog_max``, ``data_size``, ``mu``, ``coord_max``).
-    - ``instance_seed``: int or None (default): if set, the env always serves the instance drawn from it.
+    - ``instance_seed``: a non-negative int, or None (default): no fixed instance; every reset draws the
+      instance from ``np_random``, so ``reset(seed=s)`` always gives the same instance (as in every env of
+      the suite). If set, the env always serves the instance drawn from it.
     - ``flat_observation``: False (default) or True to flatten the two observation arrays.
     - ``characteristic``: None (default) or one of ``CHARACTERISTICS`` ("load_balancing",
       "workload_perception", "heterogeneity"): serve the paper's Table-VI test instances (scale (5, 5, Z)).
 
     ## Version History
-    - v0: initial version (cost model reconstructed in design/corais.md).
+    - v0: initial version (cost model reconstructed in design/corais.md). Later, without a new id (no
+      default and no valid call changes): unknown reset options, a negative ``instance_seed`` or reset
+      seed, a non-bool ``flat_observation`` and float actions raise ValueError.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -113,7 +117,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self.characteristic = characteristic
         self.scenario = make_scenario(scale, **dict(scenario_overrides or {}))
         _, q, z = self.scenario.scale
-        self.flat_observation = bool(flat_observation)
+        self.flat_observation = check_bool("flat_observation", flat_observation)
         edge_high, request_high = observation_bounds(self.scenario)
         edge_high = np.tile(edge_high, (q, 1))
         request_high = np.tile(request_high, (z, 1))
@@ -126,9 +130,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             }
         )
         self.action_space = spaces.MultiDiscrete(np.full(z, q, dtype=np.int64))
-        bad_seed = isinstance(instance_seed, bool) or not isinstance(instance_seed, (int, np.integer))
-        if instance_seed is not None and bad_seed:
-            raise ValueError(f"instance_seed={instance_seed!r} is invalid: expected an int or None")
+        instance_seed = check_seed("instance_seed", instance_seed)
         self.instance_seed = instance_seed
         self._fixed: Instance | None = None
         if instance_seed is not None:
@@ -153,12 +155,15 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        super().reset(seed=seed)
-        options = options or {}
+        super().reset(seed=check_seed("seed", seed))
+        options = check_reset_options(options, ("instance",))
         if options.get("instance") is not None:
             inst = options["instance"]
             if not isinstance(inst, Instance) or inst.scale != self.scenario.scale:
-                raise ValueError(f"options['instance'] must be an Instance of scale {self.scenario.scale}")
+                raise ValueError(
+                    f"options['instance']={inst!r} is invalid: expected an envs.corais.types.Instance of scale "
+                    f"{self.scenario.scale}, or None"
+                )
             self.instance = inst
         elif self._fixed is not None:
             self.instance = self._fixed
@@ -177,9 +182,9 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         arr = np.asarray(action)
         if arr.shape != (z,):
             raise ValueError(f"action has shape {arr.shape}: expected shape ({z},), integers in [0, {q - 1}]")
-        if not (np.issubdtype(arr.dtype, np.integer) or (np.issubdtype(arr.dtype, np.floating)
-                                                           and np.all(arr == np.round(arr)))):
-            raise ValueError(f"action dtype {arr.dtype} is invalid: expected integers in [0, {q - 1}]")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"action dtype {arr.dtype} is invalid: expected integers in [0, {q - 1}] "
+                             "(floats are rejected even when integral)")
         arr = arr.astype(np.int64)
         if arr.min() < 0 or arr.max() >= q:
             raise ValueError(f"action has entries outside [0, {q - 1}] (the region edges): min {arr.min()}, "

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.validation import check_choice, check_in_range
+from envs.common.validation import check_bool, check_choice, check_in_range, check_reset_options, check_seed
 from envs.oinc import dynamics as dyn
 from envs.oinc.generator import Scenario, make_scenario
 from envs.oinc.retraining import RetrainingController, make_controller
@@ -61,7 +61,8 @@ class OINCEnv(gym.Env):
 
     An instance (edges, devices, distances, SLOs, the rate table) is drawn once from
     ``np.random.default_rng(instance_seed)``; ``reset(options={"instance": inst})`` pins another one and
-    ``options={"resample": True}`` (or ``resample_instance=True``) draws a fresh one. Every reset draws
+    ``options={"resample": True}`` (or ``resample_instance=True``) draws a fresh one from the same
+    instance stream. With ``instance_seed=None`` every reset draws the instance from ``self.np_random``. Every reset draws
     the episode's workload series, drift events, job sizes and deadlines from ``self.np_random``; slot 0's
     tasks, jobs and reservation are in the first observation.
 
@@ -104,10 +105,19 @@ class OINCEnv(gym.Env):
     * ``psi``: SLO-miss penalty of eq. (4).
     * ``observation``: ``"paper"`` or ``"extended"``.
     * ``drain_max_slots``: cap of the drain phase (default 100 · horizon).
+    * ``instance_seed``: seed of the instance (a non-negative int). ``None``: no fixed instance; every
+      reset draws the instance from ``np_random`` before the episode, so ``reset(seed=s)`` always gives
+      the same instance and episode (as in every env of the suite).
+    * ``resample_instance``: True draws a new instance at every reset (from the ``instance_seed`` stream).
+
+    The action must have an integer dtype (floats, even integral ones, raise ValueError, as in every env).
 
     ## Version History
 
-    * v0: initial version.
+    * v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
+      is accepted (instance from the reset seed); unknown reset options, a wrongly typed
+      ``options["instance"]``, negative reset seeds, non-bool ``resample_instance`` and float actions
+      raise ValueError.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -130,8 +140,8 @@ class OINCEnv(gym.Env):
         check_in_range("psi", psi, 0.0, 1e6)
         self.psi = float(psi)
         self.observation_mode = check_choice("observation", observation, OBSERVATIONS)
-        check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
-        self.resample_instance = bool(resample_instance)
+        self.instance_seed = check_seed("instance_seed", instance_seed)
+        self.resample_instance = check_bool("resample_instance", resample_instance)
         if drain_max_slots is None:
             drain_max_slots = 100 * self.scenario.horizon
         check_in_range("drain_max_slots", drain_max_slots, 0, 10**8, integer=True)
@@ -140,7 +150,9 @@ class OINCEnv(gym.Env):
             check_choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
 
-        self._instance_rng = np.random.default_rng(int(instance_seed))
+        # instance_seed=None: every reset draws the instance from np_random; until the first reset the env
+        # holds the instance of seed 0 (the spaces depend on the scenario's sizes only)
+        self._instance_rng = np.random.default_rng(0 if self.instance_seed is None else self.instance_seed)
         self.instance: Instance = self.scenario.draw_instance(self._instance_rng)
         n_i, n_j = self.scenario.num_devices, self.scenario.num_edges
         self.action_space = spaces.MultiDiscrete(np.tile([n_j, dyn.NUM_LEVELS, dyn.NUM_LEVELS], n_i))
@@ -171,11 +183,18 @@ class OINCEnv(gym.Env):
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        options = dict(options or {})
-        if "instance" in options:
+        super().reset(seed=check_seed("seed", seed))
+        options = check_reset_options(options, ("instance", "resample"))
+        resample = check_bool("options['resample']", options.get("resample", self.resample_instance))
+        if options.get("instance") is not None:
+            if not isinstance(options["instance"], Instance):
+                raise ValueError(
+                    f"options['instance']={options['instance']!r} is invalid: expected an envs.oinc.types.Instance or None"
+                )
             self._set_instance(options["instance"])
-        elif options.get("resample", self.resample_instance):
+        elif self.instance_seed is None:
+            self._set_instance(self.scenario.draw_instance(self.np_random))
+        elif resample:
             self._set_instance(self.scenario.draw_instance(self._instance_rng))
         inst = self.instance
         self._draws = self.scenario.draw_episode(inst, self.np_random)
@@ -200,11 +219,8 @@ class OINCEnv(gym.Env):
         if self.t >= self.scenario.horizon:
             raise RuntimeError("episode is over (truncated); call reset()")
         action = np.asarray(action)
-        integral = np.issubdtype(action.dtype, np.integer) or (
-            np.issubdtype(action.dtype, np.floating) and np.all(np.isfinite(action)) and np.all(action == np.rint(action))
-        )
         if (
-            not integral
+            not np.issubdtype(action.dtype, np.integer)
             or action.shape != self.action_space.shape
             or not self.action_space.contains(action.astype(self.action_space.dtype))
         ):

@@ -9,7 +9,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.validation import check_choice, check_in_range
+from envs.common.validation import (
+    check_bool,
+    check_choice,
+    check_discrete_action,
+    check_reset_options,
+    check_seed,
+)
 from envs.uec import dynamics
 from envs.uec.generator import Scenario, generate_instance, resolve_scenario
 from envs.uec.types import Instance, State
@@ -118,8 +124,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     ## Starting State
 
     The instance (servers, devices, reserved tasks, arrival probabilities) is fixed across episodes
-    unless ``resample_instance=True`` or ``reset(options={"resample": True})``; ``reset(options=
-    {"instance": inst})`` pins one. Each reset draws the episode's arrivals (device per slot) and the
+    unless ``resample_instance=True``, ``reset(options={"resample": True})`` or ``instance_seed=None``
+    (then every reset draws it from ``np_random``); ``reset(options={"instance": inst})`` pins one. Each reset draws the episode's arrivals (device per slot) and the
     uniforms that set each accepted task's duration from ``np_random``, so two policies reset with the
     same seed see the same arrivals and durations. An episode with no arrival at all is redrawn.
     The first observation is the first arrival.
@@ -151,7 +157,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     ```
     * ``scenario``: preset name (``"paper"``, ``"tiny"``, ``"theorem2"``, ``"fig3"``) or a ``Scenario``.
     * ``scenario_overrides``: dict of ``Scenario`` fields to change, e.g. ``{"num_servers": 6}``.
-    * ``instance_seed``: seed of the fixed instance.
+    * ``instance_seed``: seed of the fixed instance (a non-negative int). ``None``: no fixed instance;
+      every reset draws the instance from ``np_random`` before the episode, so ``reset(seed=s)`` always
+      gives the same instance and episode (as in every env of the suite).
     * ``resample_instance``: draw a new instance (same scenario) at every reset, for training across instances.
 
     RESCUE's value functions A_jkl(t) and B_k(t+1) are appended to the observation (before the mask) by the
@@ -161,7 +169,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     ## Version History
 
-    * v0: initial version.
+    * v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
+      draws the instance from the reset seed (it used OS entropy once, at construction; the default
+      ``instance_seed=0`` is unchanged); a negative or non-integer reset seed, a non-bool
+      ``resample_instance`` or ``options["resample"]`` and a bool action raise ValueError.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -179,11 +190,11 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} is invalid: expected one of {self.metadata['render_modes']}")
-        if instance_seed is not None:
-            check_in_range("instance_seed", instance_seed, 0, 2**63 - 1, integer=True)
+        instance_seed = check_seed("instance_seed", instance_seed)
         self.render_mode = render_mode
         self.reserved_priority = check_choice("reserved_priority", reserved_priority, RESERVED_PRIORITIES)
-        self.resample_instance = bool(resample_instance)
+        self.resample_instance = check_bool("resample_instance", resample_instance)
+        self.instance_seed = instance_seed
         resolved = resolve_scenario(scenario, scenario_overrides)
         if isinstance(resolved, Instance):
             if resample_instance:
@@ -192,7 +203,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             instance = resolved
         else:
             self.scenario = resolved
-            instance = generate_instance(resolved, np.random.default_rng(instance_seed))
+            # instance_seed=None: every reset draws the instance from np_random; until the first reset the
+            # env holds the instance of seed 0 (its spaces depend on the scenario's sizes only)
+            instance = generate_instance(resolved, np.random.default_rng(0 if instance_seed is None else instance_seed))
         self.layout = ObservationLayout(
             instance.num_servers, instance.num_devices, instance.num_profiles, False
         )
@@ -246,16 +259,16 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     # --- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"instance", "resample"})
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; valid options: ['instance', 'resample']")
+        super().reset(seed=check_seed("seed", seed))
+        options = check_reset_options(options, ("instance", "resample"))
+        resample = check_bool("options['resample']", options.get("resample", False))
         if options.get("instance") is not None:
             if not isinstance(options["instance"], Instance):
-                raise ValueError("options['instance'] must be an envs.uec.types.Instance")
+                raise ValueError(
+                    f"options['instance']={options['instance']!r} is invalid: expected an envs.uec.types.Instance or None"
+                )
             self._set_instance(options["instance"])
-        elif options.get("resample") or self.resample_instance:
+        elif resample or self.resample_instance or (self.instance_seed is None and self.scenario is not None):
             if self.scenario is None:
                 raise ValueError("resampling needs a random scenario; this env was built on a fixed instance")
             self._set_instance(generate_instance(self.scenario, self.np_random))
@@ -279,12 +292,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     def step(self, action: Any):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        if not (type(action) is int and 0 <= action < self._num_actions) and not self.action_space.contains(action):
-            raise ValueError(f"action={action!r} is invalid: expected an integer in [0, {self._num_actions - 1}]")
         st = self._state
         if st.decision >= self._arrival_slots.size:
             raise RuntimeError("the episode has terminated; call reset()")
-        action = int(action)
+        action = check_discrete_action(action, self._num_actions)
         t, device = st.time, int(self._arrival_devices[st.decision])
         reward, expected, duration, invalid, preempted = 0.0, 0.0, 0, False, False
         if action != 0:

@@ -238,7 +238,9 @@ def test_oinc_v0__action_outside_space_raises() -> None:
         env.step(np.zeros(4, dtype=np.int64))
     with pytest.raises(ValueError, match="action"):
         env.step(np.full(9, 0.5))
-    env.step(np.zeros(9))  # integral floats are accepted
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.zeros(9))  # floats are rejected even when integral (as Gymnasium's MultiDiscrete does)
+    env.step(np.zeros(9, dtype=np.int64))
 
 
 def test_oinc_v0__deepcopy_continues_identically() -> None:
