@@ -8,6 +8,8 @@ reads ``env.unwrapped.instance``; greedy uses the observation only.
 
 from __future__ import annotations
 
+import pickle
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +24,75 @@ PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 MODEL_FILE = "model.pt"
 
 
+def plain(value: Any, name: str = "value") -> Any:
+    """``value`` as what ``torch.load(weights_only=True)`` reads back: tensors, None, bool, int, float,
+    str, and lists / tuples / dicts (scalar keys; OrderedDicts stay ordered) of them. numpy scalars become Python numbers, numpy arrays
+    tensors and paths strings; anything else raises ValueError naming ``name``."""
+    if isinstance(value, np.generic):  # before int/float: np.float64 is a float subclass yet pickles as numpy
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+        return value
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):  # e.g. optimiser / RNG states (int keys) and state dicts (OrderedDict)
+        items = [(plain(k, f"{name} key"), plain(v, f"{name}[{k!r}]")) for k, v in value.items()]
+        bad = [k for k, _ in items if not (k is None or isinstance(k, (bool, int, float, str)))]
+        if bad:
+            raise ValueError(f"{name} has key(s) {bad!r}: expected str, int, float, bool or None keys")
+        if isinstance(value, OrderedDict):
+            out = OrderedDict(items)
+            if isinstance(getattr(value, "_metadata", None), dict):  # what nn.Module.state_dict() attaches
+                out._metadata = plain(value._metadata, f"{name}._metadata")  # type: ignore[attr-defined]
+            return out
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, f"{name}[{i}]") for i, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
+    raise ValueError(
+        f"{name}={value!r} ({type(value).__name__}) cannot be saved in a weights-only model file: expected "
+        "tensors, None, bool, int, float, str, numpy scalars/arrays, paths, or lists/tuples/dicts of them"
+    )
+
+
 def save_model(path: Path, model: CoRaiSNet, **extra: Any) -> Path:
-    """Save the model config and weights (plus any metadata) in one file."""
+    """Save the model config (a plain dict), the weights and any metadata in one file.
+
+    The file holds only tensors and plain containers / numbers / strings (``plain``), so
+    :func:`load_model` reads it with ``torch.load(..., weights_only=True)``, which never runs code from
+    the file. ``extra`` values that cannot be stored that way raise ValueError naming the key.
+    """
+    reserved = sorted({"model_config", "state_dict"} & set(extra))
+    if reserved:
+        raise ValueError(f"save_model extra key(s) {reserved} are reserved: use other names")
+    blob = {
+        "model_config": plain(model.cfg.to_dict(), "model_config"),
+        "state_dict": model.state_dict(),
+        **{key: plain(value, key) for key, value in extra.items()},
+    }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), **extra}, path)
+    torch.save(blob, path)
     return path
 
 
 def load_model(path: Path, device: str = "cpu") -> tuple[CoRaiSNet, dict[str, Any]]:
-    """Load a model saved by ``save_model``; returns it in eval mode with the saved metadata."""
-    blob = torch.load(Path(path), map_location=device, weights_only=False)
+    """Load a model saved by ``save_model``; returns it in eval mode with the saved metadata.
+
+    The file is read with ``torch.load(..., weights_only=True)``: a file that needs anything beyond
+    tensors and plain values to unpickle (e.g. crafted to run code) is refused with ValueError.
+    """
+    path = Path(path)
+    try:
+        blob = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise ValueError(
+            f"refusing to load {str(path)!r}: it is not a weights-only model file (only tensors and plain "
+            f"values are allowed; files written by save_model are). Details: {err}"
+        ) from None
+    if not (isinstance(blob, dict) and isinstance(blob.get("model_config"), dict) and "state_dict" in blob):
+        raise ValueError(f"{str(path)!r} is not a CoRaiS model file: expected a dict with 'model_config' and 'state_dict'")
     model = CoRaiSNet(ModelConfig(**blob["model_config"])).to(device)
     model.load_state_dict(blob["state_dict"])
     model.eval()
