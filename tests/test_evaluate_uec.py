@@ -31,17 +31,21 @@ def test_evaluate__uec_default_preset_stays_below_the_lp_bound(tmp_path, capsys)
     out = evaluate.run(config("env=uec-v0", "instances=1", "episodes=4", f"out={tmp_path}"))
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path)
     rows = read_csv(out / "summary.csv")
-    assert [r["policy"] for r in rows] == ["rescue", "pickconfigs", "srs", "sumita", "cvs", "random"]
+    assert [r["policy"] for r in rows] == ["rescue", "rescue_fallback", "pickconfigs", "srs", "sumita", "cvs", "random"]
     for row in rows:
         assert float(row["profit_mean"]) <= float(row["lp_bound"])
         assert float(row["competitive_ratio"]) == pytest.approx(float(row["profit_mean"]) / float(row["lp_bound"]))
         assert float(row["reserved_met"]) == 1.0 and float(row["invalid_actions"]) == 0.0
         assert float(row["decision_us"]) > 0
+        if row["policy"] not in ("rescue", "rescue_fallback"):  # the baselines' safe check: never pre-empted
+            assert float(row["preemptions"]) == 0.0
+    assert float(rows[0]["value_ratio"]) == pytest.approx(float(rows[0]["value_bound"]) / float(rows[0]["lp_bound"]))
+    assert float(rows[0]["vs_rescue"]) == pytest.approx(1.0)
     assert float(rows[0]["value_bound"]) >= 0.5 * float(rows[0]["lp_bound"])  # Theorem 1 on this instance
-    assert max(float(r["vs_best_baseline"]) for r in rows[1:]) == pytest.approx(1.0)
+    assert max(float(r["vs_best_baseline"]) for r in rows[2:]) == pytest.approx(1.0)
     for name in ("uec_profit.png", "uec_over_time.png", "uec_episodes.csv", "uec_over_time.csv", "config.yaml"):
         assert (out / name).is_file()
-    assert len(read_csv(out / "uec_episodes.csv")) == 6 * 4
+    assert len(read_csv(out / "uec_episodes.csv")) == 7 * 4
 
 
 def test_evaluate__rescue_is_half_competitive_without_reserved_tasks(tmp_path):

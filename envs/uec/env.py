@@ -141,7 +141,10 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
 
     ## Information
 
-    Every step: ``action_mask`` (int8, 1 + K·L), ``time`` (slot t of the pending task), ``device``
+    Every step: ``action_mask`` (int8, 1 + K·L), ``safe_action_mask`` (int8, 1 + K·L: the SSPs that keep
+    every reserved task satisfiable however long the task runs — server idle and its longest feasible
+    block covers the profile's longest duration; equal to ``action_mask`` under ``"mask"``, a subset
+    under ``"preempt"``, where choosing outside it risks a pre-emption), ``time`` (slot t of the pending task), ``device``
     (its j, -1 after the end), ``invalid_action`` (bool, step only), ``expected_profit`` (R_jkl(t) of
     the chosen SSP, 0 for a reject; step only), ``duration`` (slots the server is held, 0 for a
     reject), ``preempted`` (bool, step only). At episode end also: ``episode_profit``, ``accepted``,
@@ -172,7 +175,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     * v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
       draws the instance from the reset seed (it used OS entropy once, at construction; the default
       ``instance_seed=0`` is unchanged); a negative or non-integer reset seed, a non-bool
-      ``resample_instance`` or ``options["resample"]`` and a bool action raise ValueError.
+      ``resample_instance`` or ``options["resample"]`` and a bool action raise ValueError;
+      ``info["safe_action_mask"]`` added (information only: the dynamics are unchanged).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -440,8 +444,17 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
         st = self._state
         obs = self._obs_table[st.decision].copy()
-        device = int(self._arrival_devices[st.decision]) if st.decision < self._arrival_slots.size else -1
-        return obs, {"action_mask": obs[self._mask_start :].astype(np.int8), "time": st.time, "device": device}
+        mask = obs[self._mask_start :].astype(np.int8)
+        safe = mask
+        if st.decision < self._arrival_slots.size:
+            device = int(self._arrival_devices[st.decision])
+            if self.reserved_priority == "preempt":  # the "mask" rule, given as information
+                limits = st.block_limits[st.decision]
+                safe = mask.copy()
+                safe[1:] &= (limits[:, None] >= self._max_duration).reshape(-1).astype(np.int8)
+        else:
+            device = -1
+        return obs, {"action_mask": mask, "safe_action_mask": safe, "time": st.time, "device": device}
 
     def _episode_summary(self) -> dict[str, Any]:
         """End-of-episode metrics, including an independent EDF audit of the reserved tasks."""

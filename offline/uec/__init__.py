@@ -5,11 +5,14 @@ Importing this package registers, for ``UEC-v0`` (``offline.registry``):
 | name          | policy                                                                        |
 |---------------|-------------------------------------------------------------------------------|
 | ``rescue``      | RESCUE's online rule on its cached offline solution (``offline.uec.policies``) |
+| ``rescue_fallback`` | ours, not the paper's: RESCUE, trying the next SSP by y* when the drawn server is busy |
 | ``pickconfigs`` | greedy highest R_jkl(t)                                                       |
 | ``srs``         | greedy highest R_jkl(t)/E[d_l]                                                |
 | ``sumita``      | server from y*, then the best profile on it                                   |
 | ``cvs``         | greedy highest R_jkl(t)/(E[d_l]·c̄_k)                                          |
-| ``random``      | accept w.p. ½, uniform feasible SSP                                           |
+| ``random``      | accept w.p. ½, uniform safe SSP                                               |
+
+The baselines consider only SSPs that keep every reserved task satisfiable (``info["safe_action_mask"]``).
 
 ``rescue_solution(instance)`` gives the offline stage (y*, x*, A, B, OPT(LP), Σ_k B_k(1), timings), cached
 per instance. Modules: ``lp`` (P1-LP), ``values`` (value functions, the offline stage), ``policies``

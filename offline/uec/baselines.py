@@ -1,17 +1,22 @@
-"""The UEC baselines of RESCUE's Section VI-A, made precise as in the design (uec.md "Baselines").
+"""The UEC baselines of RESCUE's Section VI-A, at the full strength of the paper's wording (uec.md "Baselines").
 
 Every baseline reads the instance (``env.unwrapped.instance``) for R_jkl(t) (the one profit table,
-``Instance.expected_profit``), E[d_l] and c_k(t), considers only the SSPs the env's mask allows now
-(``info["action_mask"]``: server free and reserved tasks kept feasible) and acts through ``env.step``.
+``Instance.expected_profit``), E[d_l] and c_k(t), and acts through ``env.step``. It considers only the SSPs
+that keep every reserved task satisfiable, ``info["safe_action_mask"]``: server k idle and its longest
+feasible block from now covers profile l's longest duration (the rule ``reserved_priority="mask"``
+enforces, given in both modes). The paper says so of PickConfigs ("while ensuring all reserved tasks can
+be completed") and of Random ("a valid SSP"); SRS, Sumita and CVS are silent, and we give them the same
+check, so no baseline accepts a task the env would later pre-empt for nothing (tested: 0 pre-emptions,
+and the same profit as in "mask" mode).
 
 | name          | rule                                                                                    |
 |---------------|-----------------------------------------------------------------------------------------|
-| ``pickconfigs`` | the feasible SSP with the highest R_jkl(t); accept if R > 0 (Ekya's greedy)           |
-| ``srs``         | the feasible SSP with the highest R_jkl(t)/E[d_l] (profit per expected slot); R > 0    |
+| ``pickconfigs`` | the safe SSP with the highest R_jkl(t); accept if R > 0 (Ekya's greedy)               |
+| ``srs``         | the safe SSP with the highest R_jkl(t)/E[d_l] (profit per expected slot); R > 0        |
 | ``sumita``      | server k drawn from y* as RESCUE does (Σ_l y*_jkl(t)/p_j(t), reject with the rest),   |
-|                 | then the feasible profile on k with the highest R_jkl(t); accept if R > 0, no threshold |
-| ``cvs``         | the feasible SSP with the highest R_jkl(t)/(E[d_l]·c̄_k), c̄_k = mean_t c_k(t); R > 0   |
-| ``random``      | with probability ½ a uniformly drawn feasible SSP, else reject                          |
+|                 | then the safe profile on k with the highest R_jkl(t); accept if R > 0, no threshold     |
+| ``cvs``         | the safe SSP with the highest R_jkl(t)/(E[d_l]·c̄_k), c̄_k = mean_t c_k(t); R > 0       |
+| ``random``      | with probability ½ a uniformly drawn safe SSP, else reject                              |
 
 Ties go to the lowest action index.
 """
@@ -27,6 +32,14 @@ from envs.uec.types import Instance
 from offline.registry import register_policy
 from offline.uec.policies import ENV_ID, UECPolicy, selection_cdf
 from offline.uec.values import rescue_solution
+
+
+def safe_mask(info: dict[str, Any]) -> np.ndarray:
+    """The SSPs that keep every reserved task satisfiable now (UEC-v0's ``info["safe_action_mask"]``)."""
+    try:
+        return info["safe_action_mask"]
+    except KeyError:
+        raise ValueError("the UEC baselines need info['safe_action_mask'] (UEC-v0 gives it in both modes)") from None
 
 
 def _by_time(table: np.ndarray) -> np.ndarray:
@@ -50,13 +63,14 @@ class GreedyScorePolicy(UECPolicy):
         self._score = _by_time(self.score(instance))
 
     def act(self, obs: Any, info: dict[str, Any]) -> int:
-        scores = np.where(info["action_mask"][1:] > 0, self._score[info["time"], info["device"]], -1.0)
+        scores = np.where(safe_mask(info)[1:] > 0, self._score[info["time"], info["device"]], -1.0)
         best = int(np.argmax(scores))
         return 1 + best if scores[best] > 0 else 0
 
 
 class PickConfigsPolicy(GreedyScorePolicy):
-    """PickConfigs (Ekya): the feasible SSP with the highest expected profit R_jkl(t) (reads the instance)."""
+    """PickConfigs (Ekya): the safe SSP with the highest expected profit R_jkl(t), "while ensuring all reserved
+    tasks can be completed" (the paper's words; reads the instance)."""
 
     name = "pickconfigs"
 
@@ -65,7 +79,7 @@ class PickConfigsPolicy(GreedyScorePolicy):
 
 
 class SRSPolicy(GreedyScorePolicy):
-    """SRS: the feasible SSP with the highest profit per expected slot R_jkl(t)/E[d_l] (reads the instance)."""
+    """SRS: the safe SSP with the highest profit per expected slot R_jkl(t)/E[d_l] (reads the instance)."""
 
     name = "srs"
 
@@ -74,7 +88,7 @@ class SRSPolicy(GreedyScorePolicy):
 
 
 class CVSPolicy(GreedyScorePolicy):
-    """Cost-Value Selection: the feasible SSP with the highest profit per unit of resource,
+    """Cost-Value Selection: the safe SSP with the highest profit per unit of resource,
     R_jkl(t)/(E[d_l]·c̄_k) with c̄_k the server's mean capacity per slot (reads the instance)."""
 
     name = "cvs"
@@ -86,7 +100,7 @@ class CVSPolicy(GreedyScorePolicy):
 
 class SumitaPolicy(UECPolicy):
     """Sumita et al.: the server from RESCUE's y* (drawn with Σ_l y*_jkl(t)/p_j(t), reject with the rest),
-    then greedily the feasible profile with the highest R_jkl(t) on it, with no value threshold
+    then greedily the safe profile with the highest R_jkl(t) on it, with no value threshold
     (reads the instance and RESCUE's cached LP solution)."""
 
     name = "sumita"
@@ -103,14 +117,14 @@ class SumitaPolicy(UECPolicy):
         if server >= self._num_servers:
             return 0
         span = slice(server * self._num_profiles, (server + 1) * self._num_profiles)
-        feasible = info["action_mask"][1:][span] > 0
+        feasible = safe_mask(info)[1:][span] > 0
         profits = np.where(feasible, self._profit[t, j, span], -1.0)
         best = int(np.argmax(profits))
         return 1 + span.start + best if profits[best] > 0 else 0
 
 
 class RandomPolicy(UECPolicy):
-    """Random: with probability ½ a uniformly drawn feasible SSP, otherwise reject (reads the instance
+    """Random: with probability ½ a uniformly drawn safe ("valid") SSP, otherwise reject (reads the instance
     only to check it is a UEC env)."""
 
     name = "random"
@@ -118,7 +132,7 @@ class RandomPolicy(UECPolicy):
     def act(self, obs: Any, info: dict[str, Any]) -> int:
         if self._rng.random() >= 0.5:
             return 0
-        feasible = np.flatnonzero(info["action_mask"][1:])
+        feasible = np.flatnonzero(safe_mask(info)[1:])
         if feasible.size == 0:
             return 0
         return 1 + int(feasible[self._rng.integers(feasible.size)])

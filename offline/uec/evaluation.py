@@ -34,8 +34,8 @@ ENV_ID = "UEC-v0"
 BASELINE_NAMES: tuple[str, ...] = ("pickconfigs", "srs", "sumita", "cvs", "random")
 #: What ``python evaluate.py env=uec-v0`` runs when the command line does not say.
 DEFAULT_EVALUATION: dict[str, Any] = {
-    "policies": ["rescue", *BASELINE_NAMES],
-    "instances": 3,
+    "policies": ["rescue", "rescue_fallback", *BASELINE_NAMES],
+    "instances": 4,
     "episodes": 20,
 }
 
@@ -132,6 +132,7 @@ class UECHook(EvaluationHook):
             "accepted": int(info["accepted"]),
             "rejected": int(info["rejected"]),
             "invalid_actions": int(info["invalid_actions"]),
+            "preemptions": int(info["preemptions"]),
             "reserved_met": bool(info["reserved_completed"] == info["reserved_total"]),
             "decisions": len(out["act_seconds"]),
             "act_seconds_total": float(np.sum(out["act_seconds"])),
@@ -158,10 +159,15 @@ class UECHook(EvaluationHook):
                     "lp_bound": lp_bound,
                     "value_bound": value_bound,
                     "competitive_ratio": mean / lp_bound if lp_bound > 0 else float("nan"),
+                    "competitive_ratio_ci95": half / lp_bound if lp_bound > 0 else float("nan"),
+                    "value_ratio": value_bound / lp_bound if lp_bound > 0 else float("nan"),
+                    "vs_value_bound": mean / value_bound if value_bound > 0 else float("nan"),
                     "vs_best_baseline": float("nan"),
+                    "vs_rescue": float("nan"),
                     "uec_utilisation": float(np.mean([r["uec_utilisation"] for r in recs])),
                     "accepted": float(np.mean([r["accepted"] for r in recs])),
                     "invalid_actions": float(np.mean([r["invalid_actions"] for r in recs])),
+                    "preemptions": float(np.mean([r["preemptions"] for r in recs])),
                     "reserved_met": float(np.mean([r["reserved_met"] for r in recs])),
                     "decision_us": float(np.median(run.state["act_times"][name]) * 1e6),
                     "decisions_per_s": decisions / act_total if act_total > 0 else float("inf"),
@@ -176,6 +182,10 @@ class UECHook(EvaluationHook):
             best = max(baseline_profits)
             for row in rows:
                 row["vs_best_baseline"] = row["profit_mean"] / best
+        rescue = [row["profit_mean"] for row in rows if row["policy"] == "rescue"]
+        if rescue and rescue[0] > 0:
+            for row in rows:
+                row["vs_rescue"] = row["profit_mean"] / rescue[0]
         series = run.state["series"]
         horizon = next(iter(series.values()))["profit"].size
         over_time = []
@@ -212,9 +222,12 @@ def evaluate_policies(
     """Evaluate ``policies`` on UEC-v0 (:func:`offline.runner.evaluate`); one summary row each.
 
     Columns: policy, profit_mean, profit_ci95 (95 % CI half-width over all episodes), lp_bound (mean
-    OPT(LP) over instances), value_bound (mean Σ_k B_k(1)), competitive_ratio (profit_mean / lp_bound),
-    vs_best_baseline (profit_mean / best baseline's profit_mean), uec_utilisation, accepted,
-    invalid_actions, reserved_met (share of episodes meeting every reserved task), decision_us (median
+    OPT(LP) over instances), value_bound (mean Σ_k B_k(1)), competitive_ratio (profit_mean / lp_bound) and
+    its CI half-width, value_ratio (value_bound / lp_bound: RESCUE's expected share of OPT(LP), Theorem 1
+    says ≥ ½), vs_value_bound (profit_mean / value_bound: for RESCUE, realised over expected),
+    vs_best_baseline (profit_mean / best baseline's profit_mean), vs_rescue (profit_mean / RESCUE's, when
+    rescue is evaluated), uec_utilisation, accepted, invalid_actions, preemptions (mean per episode: tasks
+    stopped without profit because reserved work reclaimed their server), reserved_met (share of episodes meeting every reserved task), decision_us (median
     act() time), decisions_per_s. Writes ``uec_episodes.csv``, ``uec_over_time.csv`` and, with ``plots``,
     ``uec_profit.png`` and ``uec_over_time.png`` into ``out_dir``.
     """

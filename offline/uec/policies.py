@@ -95,3 +95,49 @@ def make_rescue(env: gym.Env, **kwargs: Any) -> RescuePolicy:
     if kwargs:
         raise ValueError(f"rescue takes no options, got {sorted(kwargs)}")
     return RescuePolicy()
+
+
+class RescueFallbackPolicy(RescuePolicy):
+    """RESCUE with a fallback server — OURS, not the paper's Algorithm 1 (reads the instance and y*).
+
+    As :class:`RescuePolicy`, except when the drawn SSP (k, l) passes the threshold A_jkl(t) > B_k(t+1)
+    but server k is not available: then the other SSPs (k', l'), k' ≠ k, are tried in decreasing
+    y*_jk'l'(t) (only those with y* > 0), and the first that is available and passes its own threshold
+    is taken. About a third of RESCUE's arrivals are rejected for a busy server on the default preset;
+    this variant asks how much of that loss a second choice recovers.
+    """
+
+    name = "rescue_fallback"
+
+    def _prepare(self, instance: Instance) -> None:
+        super()._prepare(instance)
+        solution = rescue_solution(instance)
+        J, K, L, T = solution.y.shape
+        y = np.ascontiguousarray(solution.y.reshape(J, K * L, T).transpose(2, 0, 1))  # (T, J, K·L)
+        self._order = np.argsort(-y, axis=2, kind="stable")
+        self._positive = y > 0
+        self._num_profiles = L
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        t, j = info["time"], info["device"]
+        ssp = int(np.searchsorted(self._cdf[t, j], self._rng.random(), side="right"))
+        if ssp >= self._num_ssp or not self._accept[t, j, ssp]:
+            return 0
+        mask = info["action_mask"]
+        if mask[1 + ssp]:
+            return 1 + ssp
+        server = ssp // self._num_profiles
+        for other in self._order[t, j]:
+            if not self._positive[t, j, other]:
+                break
+            if other // self._num_profiles != server and self._accept[t, j, other] and mask[1 + other]:
+                return 1 + int(other)
+        return 0
+
+
+@register_policy(ENV_ID, "rescue_fallback")
+def make_rescue_fallback(env: gym.Env, **kwargs: Any) -> RescueFallbackPolicy:
+    """RESCUE + a fallback server by y* when the drawn one is busy (ours, not the paper's)."""
+    if kwargs:
+        raise ValueError(f"rescue_fallback takes no options, got {sorted(kwargs)}")
+    return RescueFallbackPolicy()
