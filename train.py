@@ -30,6 +30,8 @@ saves a checkpoint and flushes the logs.
 from __future__ import annotations
 
 import logging
+import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -42,7 +44,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.registry import COUNT, NATURAL, Rule, check_ranges, register_configs
+from agents.registry import COUNT, NATURAL, Rule, check_ranges, check_writable_folder, register_configs
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 log = logging.getLogger("train")
@@ -101,6 +103,7 @@ class TrainConfig:
     progress: bool = True  # progress bar
     checkpoint_freq: int = 10_000  # env steps between checkpoints (checkpoints/model_<steps>_steps.zip)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    resume: str | None = None  # a run folder to continue from its latest checkpoint, with its config.yaml
 
 
 #: ranges of the top-level keys (types are the schema's).
@@ -339,9 +342,88 @@ def _hparams(prepared: Prepared) -> dict[str, Any]:
     return flat
 
 
+#: the keys a resumed run takes from the command line; everything else comes from the run's config.yaml.
+RESUME_KEYS = ("resume", "steps", "progress", "device", "threads")
+
+
+@dataclass
+class Resume:
+    """Where a resumed run continues: its folder and, for SB3 algos, the checkpoint and its step count."""
+
+    run_dir: Path
+    checkpoint: Path | None = None
+    start_step: int = 0
+
+
+def _parsed_overrides(overrides: list[str] | None) -> list[tuple[str, Any]]:
+    """(key, value) of command-line ``key=value`` overrides (``+``/``++`` prefixes dropped)."""
+    if not overrides:
+        return []
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return [(o.key_or_group.lstrip("+"), None if o.is_delete() else o.value()) for o in parsed]
+
+
+def prepare_resume(cfg: DictConfig, overrides: list[str] | None = None) -> tuple[Prepared, Resume]:
+    """The saved configuration of the run ``cfg.resume`` (plus ``steps``, ``progress``, ``device``, ``threads``
+    from the command line) and where it continues. Raises ValueError for anything else on the command line,
+    a folder that is not a run, an algo that cannot resume or a budget already reached."""
+    from agents.loading import latest_checkpoint
+
+    run_dir = Path(str(cfg.resume))
+    if not (run_dir / "config.yaml").is_file():
+        raise ValueError(f"resume={run_dir} is not a training run folder: it has no config.yaml")
+    given = _parsed_overrides(overrides)
+    refused = [key for key, _ in given if key not in RESUME_KEYS]
+    if refused:
+        raise ValueError(f"resume={run_dir} continues the run with its saved config.yaml; the command line may "
+                         f"only set {list(RESUME_KEYS)}, not {refused}")
+    saved = OmegaConf.load(run_dir / "config.yaml")
+    for key, value in given:
+        OmegaConf.update(saved, key, value, force_add=True)
+    saved.resume = str(run_dir)
+    if "env" in saved:  # the saved algo already holds the env's overrides (and the command line's on top)
+        saved.env.algo_overrides = {}
+    prepared = prepare(saved)
+    check_writable_folder("resume", run_dir)
+    if prepared.spec.kind == "reference":
+        raise ValueError(f"resume={run_dir} is a run of the non-learning policy {prepared.spec.name}: nothing to resume")
+    if prepared.spec.kind == "custom":
+        import inspect
+
+        if "resume" not in inspect.signature(prepared.spec.load_target()).parameters:
+            from agents.registry import ALGOS
+
+            resumable = [n for n, a in ALGOS.items() if a.kind == "sb3" or (
+                a.kind == "custom" and "resume" in inspect.signature(a.load_target()).parameters)]
+            raise ValueError(f"algo={prepared.spec.name} cannot resume a run; algos that can: {resumable}")
+        return prepared, Resume(run_dir)
+    latest = latest_checkpoint(run_dir)
+    if latest is None:
+        raise ValueError(f"resume={run_dir} has no checkpoint to continue from (checkpoints/model_*_steps.zip)")
+    checkpoint, start = latest
+    if prepared.steps <= start:
+        raise ValueError(f"steps={prepared.steps} is invalid for resume={run_dir}: its latest checkpoint "
+                         f"{checkpoint.name} is at step {start}; expected steps > {start}")
+    return prepared, Resume(run_dir, checkpoint, start)
+
+
 def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
-    """Validate, train (or evaluate a reference) and save everything into a fresh run folder."""
-    prepared = prepare(cfg, overrides)
+    """Validate, train (or evaluate a reference) and save everything into a fresh run folder.
+
+    With ``resume=<run folder>`` continue that run in its own folder instead (:func:`prepare_resume`).
+    Raises ValueError before any folder is made on bad input, and
+    :class:`agents.callbacks.TrainingInterrupted` after a stop signal (once everything is saved).
+    """
+    from agents.callbacks import TrainingInterrupted
+
+    resume: Resume | None = None
+    if cfg.get("resume"):
+        prepared, resume = prepare_resume(cfg, overrides)
+    else:
+        prepared = prepare(cfg, overrides)
+        check_writable_folder("out", str(prepared.cfg.out))
     top = prepared.cfg
     probe_env, mask_dim = check_fit(prepared)
     probe_env.close()
@@ -349,35 +431,62 @@ def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
     import torch
 
     torch.set_num_threads(int(top.threads))
-    run_dir = make_run_dir(str(top.out), str(prepared.env["name"]), prepared.spec.name, int(top.seed))
-    OmegaConf.save(top, run_dir / "config.yaml")
+    if resume is None:
+        run_dir = make_run_dir(str(top.out), str(prepared.env["name"]), prepared.spec.name, int(top.seed))
+        OmegaConf.save(top, run_dir / "config.yaml")
+    else:
+        run_dir = resume.run_dir
     file_handler = logging.FileHandler(run_dir / "train.log")
     file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logging.getLogger().addHandler(file_handler)
     log.setLevel(logging.INFO)
+    state = RunState()
     try:
-        log.info("run folder %s (env=%s algo=%s seed=%s steps=%s)", run_dir, prepared.env["name"],
-                 prepared.spec.name, top.seed, prepared.steps)
-        interrupted = _dispatch(prepared, run_dir, mask_dim)
+        if resume is None:
+            log.info("run folder %s (env=%s algo=%s seed=%s steps=%s)", run_dir, prepared.env["name"],
+                     prepared.spec.name, top.seed, prepared.steps)
+        else:
+            where = f"{resume.checkpoint.name} (step {resume.start_step})" if resume.checkpoint else "its newest checkpoint"
+            log.info("resuming %s from %s up to steps=%d", run_dir, where, prepared.steps)
+        _dispatch(prepared, run_dir, mask_dim, state, resume)
+    except BaseException as err:
+        if resume is None and not state.started and not isinstance(err, TrainingInterrupted):
+            logging.getLogger().removeHandler(file_handler)
+            file_handler.close()
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing was trained: leave no half-made run folder
+            log.error("removed %s: the run failed before training started", run_dir)
+        raise
     finally:
         logging.getLogger().removeHandler(file_handler)
         file_handler.close()
-    if interrupted:
-        print(f"interrupted: checkpoint and logs saved in {run_dir}")
+    if state.signum is not None:
+        print(f"interrupted by {signal.Signals(state.signum).name}: {state.saved_message}", file=sys.stderr)
+        print(f"continue with: python train.py resume={run_dir}", file=sys.stderr)
     print(f"run folder: {run_dir}")
-    print(f"tensorboard --logdir {top.out}")
-    if interrupted:
-        raise KeyboardInterrupt
+    print(f"tensorboard --logdir {run_dir.parent}")
+    if state.signum is not None:
+        raise TrainingInterrupted(state.signum, run_dir)
     return run_dir
 
 
-def _dispatch(prepared: Prepared, run_dir: Path, mask_dim: int) -> bool:
-    """Run the algo; returns True when training was interrupted by SIGINT."""
+@dataclass
+class RunState:
+    """What the dispatch tells run(): whether training started, and the stop signal (if any) and saves."""
+
+    started: bool = False
+    signum: int | None = None
+    saved_message: str = ""
+
+
+def _dispatch(prepared: Prepared, run_dir: Path, mask_dim: int, state: RunState, resume: Resume | None) -> None:
+    """Run the algo; records in ``state`` when training started and whether a signal stopped it."""
+    from agents.callbacks import TrainingInterrupted
+
     top, spec = prepared.cfg, prepared.spec
     seeds = [int(top.eval.seed) + i for i in range(int(top.eval.episodes))]
     if spec.kind == "reference":
         _run_reference(prepared, run_dir, seeds)
-        return False
+        return
     if spec.kind == "custom":
         import torch
 
@@ -385,11 +494,17 @@ def _dispatch(prepared: Prepared, run_dir: Path, mask_dim: int) -> bool:
         device = str(top.device)
         if device == "auto":  # contract 5 trainers get a concrete torch device
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        model_path = trainer(prepared.env, prepared.algo, run_dir=run_dir, seed=int(top.seed),
-                             steps=prepared.steps, device=device)
+        extra = {"resume": True} if resume is not None else {}
+        state.started = True
+        try:
+            model_path = trainer(prepared.env, prepared.algo, run_dir=run_dir, seed=int(top.seed),
+                                 steps=prepared.steps, device=device, **extra)
+        except TrainingInterrupted as stop:
+            state.signum, state.saved_message = stop.signum, f"saved {stop.saved} in {run_dir}"
+            return
         log.info("model saved to %s", model_path)
-        return False
-    return _train_sb3(prepared, run_dir, mask_dim, seeds)
+        return
+    _train_sb3(prepared, run_dir, mask_dim, seeds, state, resume)
 
 
 def _run_reference(prepared: Prepared, run_dir: Path, seeds: list[int]) -> None:
@@ -414,62 +529,88 @@ def _run_reference(prepared: Prepared, run_dir: Path, seeds: list[int]) -> None:
     log.info("%s: mean reward %.4g over %d seeds", prepared.algo["policy"], summary["mean_reward"], len(seeds))
 
 
-def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int]) -> bool:
+def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int], state: RunState,
+               resume: Resume | None = None) -> None:
+    """Build (or, resuming, load) the SB3 model and learn; a stop signal ends it at the next env step with
+    model.zip, an interrupt checkpoint and (off-policy) its replay buffer saved and the logs flushed."""
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.logger import HParam, configure
+    from stable_baselines3.common.logger import HParam
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from agents.callbacks import GracefulInterrupt, PeriodicEvalCallback, StopOnInterrupt
-    from agents.loading import MODEL_FILE, SB3ModelPolicy
+    from agents.callbacks import GracefulInterrupt, PeriodicEvalCallback, StopOnInterrupt, configure_logger
+    from agents.loading import MODEL_FILE, SB3ModelPolicy, replay_buffer_file
     from agents.registry import resolve_policy_kwargs
 
     top, spec, algo = prepared.cfg, prepared.spec, dict(prepared.algo)
     cls = spec.load_target()
+    off_policy = issubclass(cls, OffPolicyAlgorithm)
     n_envs = int(top.n_envs)
-    vec_cls = SubprocVecEnv if top.vec_env == "subproc" else DummyVecEnv
-    venv = make_vec_env(lambda: make_env(prepared.env), n_envs=n_envs, seed=int(top.seed), vec_env_cls=vec_cls)
-
-    kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy",
-                                                         "policy_kwargs")}
-    if "mask_dim" in cls.__init__.__code__.co_varnames:
-        kwargs["mask_dim"] = mask_dim
-    model = cls(algo["policy"], venv, seed=int(top.seed), device=str(top.device), verbose=0,
-                policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}), **kwargs)
-    logger = configure(str(run_dir), ["tensorboard", "csv"])
-    model.set_logger(logger)
-    logger.record("hparams", HParam(_hparams(prepared), {"eval/mean_reward": 0.0}),
-                  exclude=("stdout", "log", "json", "csv"))
-
-    reference_name, reference = (None, None)
-    bound = episode_bound(prepared.env) if top.eval.bound else None
-    eval_env = make_env(prepared.env)  # one instance for learner and reference: per-instance caches are shared
-    if top.eval.reference:
-        reference_name, reference = reference_summary(prepared.env, seeds, bound, env=eval_env)
-        if reference is not None:
-            log.info("reference %s: mean reward %.4g on %d eval seeds", reference_name,
-                     reference["mean_reward"], len(seeds))
-
+    start = resume.start_step if resume is not None else 0
     interrupt = GracefulInterrupt()
-    eval_freq = int(top.eval.freq) or 10**12
-    callbacks = CallbackList([
-        CheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), str(run_dir / "checkpoints"), "model"),
-        PeriodicEvalCallback(eval_env,
-                             lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
-                             seeds, eval_freq, run_dir / "eval.csv", reference, reference_name, bound),
-        StopOnInterrupt(interrupt),
-    ])
-    with interrupt:
-        model.learn(total_timesteps=prepared.steps, callback=callbacks, log_interval=1,
-                    progress_bar=bool(top.progress))
-    if interrupt.requested:
-        checkpoint = run_dir / "checkpoints" / f"model_interrupted_{model.num_timesteps}_steps.zip"
-        model.save(checkpoint)
-        log.warning("interrupted at step %d: saved %s", model.num_timesteps, checkpoint)
-    model.save(run_dir / MODEL_FILE)
-    logger.close()
-    venv.close()
-    return interrupt.requested
+    with interrupt:  # from here on a signal stops training at the next env step, with everything saved
+        vec_cls = SubprocVecEnv if top.vec_env == "subproc" else DummyVecEnv
+        # a resumed run draws new training episodes (seed + steps done), not the first ones again
+        venv = make_vec_env(lambda: make_env(prepared.env), n_envs=n_envs, seed=int(top.seed) + start,
+                            vec_env_cls=vec_cls)
+        if resume is not None and resume.checkpoint is not None:
+            model = cls.load(resume.checkpoint, env=venv, device=str(top.device))
+            buffer = replay_buffer_file(resume.checkpoint)
+            if off_policy and buffer.is_file():
+                model.load_replay_buffer(buffer)
+                log.info("replay buffer of %d transitions loaded from %s", model.replay_buffer.size(), buffer.name)
+            elif off_policy:
+                log.warning("%s has no replay buffer %s: resuming with an empty one", run_dir, buffer.name)
+        else:
+            kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy",
+                                                                 "policy_kwargs")}
+            if "mask_dim" in cls.__init__.__code__.co_varnames:
+                kwargs["mask_dim"] = mask_dim
+            model = cls(algo["policy"], venv, seed=int(top.seed), device=str(top.device), verbose=0,
+                        policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}), **kwargs)
+        logger = configure_logger(run_dir, resume=resume is not None)
+        model.set_logger(logger)
+        logger.record("hparams", HParam(_hparams(prepared), {"eval/mean_reward": 0.0}),
+                      exclude=("stdout", "log", "json", "csv"))
+
+        reference_name, reference = (None, None)
+        bound = episode_bound(prepared.env) if top.eval.bound else None
+        eval_env = make_env(prepared.env)  # one instance for learner and reference: per-instance caches are shared
+        if top.eval.reference:
+            reference_name, reference = reference_summary(prepared.env, seeds, bound, env=eval_env)
+            if reference is not None:
+                log.info("reference %s: mean reward %.4g on %d eval seeds", reference_name,
+                         reference["mean_reward"], len(seeds))
+
+        eval_freq = int(top.eval.freq) or 10**12
+        callbacks = CallbackList([
+            CheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), str(run_dir / "checkpoints"), "model",
+                               save_replay_buffer=off_policy),
+            PeriodicEvalCallback(eval_env,
+                                 lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
+                                 seeds, eval_freq, run_dir / "eval.csv", reference, reference_name, bound),
+            StopOnInterrupt(interrupt),
+        ])
+        state.started = True
+        model.learn(total_timesteps=prepared.steps - start, callback=callbacks, log_interval=1,
+                    progress_bar=bool(top.progress), reset_num_timesteps=resume is None)
+        saved = [MODEL_FILE]
+        if interrupt.requested:
+            checkpoint = run_dir / "checkpoints" / f"model_interrupted_{model.num_timesteps}_steps.zip"
+            model.save(checkpoint)
+            saved.append(str(checkpoint.relative_to(run_dir)))
+            if off_policy:
+                buffer = replay_buffer_file(checkpoint)
+                model.save_replay_buffer(buffer)
+                saved.append(str(buffer.relative_to(run_dir)))
+        model.save(run_dir / MODEL_FILE)
+        logger.close()  # flushes TensorBoard and progress.csv
+        venv.close()
+        if interrupt.requested:
+            state.signum = interrupt.signum
+            state.saved_message = f"stopped at step {model.num_timesteps}, saved {', '.join(saved)} in {run_dir}"
+            log.warning("%s", state.saved_message)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -481,12 +622,16 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
+    from agents.callbacks import TrainingInterrupted
+
     try:
         run(cfg, overrides=list(HydraConfig.get().overrides.task))
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except TrainingInterrupted as stop:
+        sys.exit(stop.exit_code)  # 130 SIGINT, 143 SIGTERM, 129 SIGHUP
+    except KeyboardInterrupt:  # a second signal: aborted without saving
         sys.exit(130)
 
 

@@ -1,4 +1,5 @@
-"""Training callbacks: periodic evaluation on fixed seeds next to a reference policy, and SIGINT handling.
+"""Training callbacks: periodic evaluation on fixed seeds next to a reference policy, and stop signals
+(SIGINT, SIGTERM, SIGHUP) that end training with a checkpoint.
 
 The upper bound behind ``env/competitive_ratio`` comes from the problem registry
 (``Problem.episode_bound``, e.g. ``offline.uec.evaluation:LPBound``), not from this module.
@@ -12,8 +13,10 @@ the same seeds and logged at every evaluation as ``reference/…`` so TensorBoar
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import math
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import CSVOutputFormat, Logger, configure, make_output_format
 
 from offline.protocol import Policy, run_episode
 
@@ -162,36 +166,70 @@ class PeriodicEvalCallback(BaseCallback):
             writer.writerow(row)
 
 
-class GracefulInterrupt:
-    """Turns the first SIGINT into a request to stop at the next env step (a second one aborts).
+#: the signals that end training gracefully, and the conventional exit status of each (128 + number).
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
-    Use as a context manager around ``learn``; :class:`StopOnInterrupt` polls ``requested``.
+
+def exit_code(signum: int) -> int:
+    """The shell's exit status for a process ended by ``signum``: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP)."""
+    return 128 + int(signum)
+
+
+class TrainingInterrupted(Exception):
+    """Raised after a trainer stopped on a signal and saved what it needs to resume."""
+
+    def __init__(self, signum: int, saved: Path | str) -> None:
+        self.signum = int(signum)
+        self.saved = Path(saved)
+        self.exit_code = exit_code(signum)
+        super().__init__(f"{signal.Signals(self.signum).name}: stopped and saved {self.saved}")
+
+
+class GracefulInterrupt:
+    """Turns the first SIGINT, SIGTERM or SIGHUP into a request to stop at the next env step.
+
+    A second signal aborts (KeyboardInterrupt). Use as a context manager around the training loop and poll
+    ``requested`` (:class:`StopOnInterrupt` does it for SB3); ``signum`` tells which signal came.
     """
 
     def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number (130 for SIGINT); 0 while no signal came."""
+        return exit_code(self.signum) if self.signum is not None else 0
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.requested:
             raise KeyboardInterrupt
-        self.requested = True
-        log.warning("interrupt received: stopping after this step, saving a checkpoint (Ctrl-C again to abort)")
+        self.signum = signum
+        log.warning("%s received: stopping after this step and saving a checkpoint (send it again to abort)",
+                    signal.Signals(signum).name)
 
     def __enter__(self) -> GracefulInterrupt:
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._handler)
-        except ValueError:  # not in the main thread: leave SIGINT alone
-            self._previous = None
+        for signum in STOP_SIGNALS:
+            try:
+                self._previous[signum] = signal.signal(signum, self._handler)
+            except ValueError:  # not in the main thread: leave the signals alone
+                break
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
 
 
 class StopOnInterrupt(BaseCallback):
-    """Ends ``learn`` cleanly once :class:`GracefulInterrupt` saw a SIGINT."""
+    """Ends ``learn`` cleanly once :class:`GracefulInterrupt` saw a stop signal."""
 
     def __init__(self, interrupt: GracefulInterrupt) -> None:
         super().__init__()
@@ -199,3 +237,72 @@ class StopOnInterrupt(BaseCallback):
 
     def _on_step(self) -> bool:
         return not self.interrupt.requested
+
+
+class ContinuedCSVOutputFormat(CSVOutputFormat):
+    """SB3's CSV writer that appends to an existing ``progress.csv`` (a resumed run) instead of truncating it."""
+
+    def __init__(self, filename: str) -> None:
+        path = Path(filename)
+        if not path.is_file() or path.stat().st_size == 0:
+            super().__init__(filename)
+            return
+        self.file = path.open("r+")
+        header = self.file.readline().rstrip("\n")
+        self.keys = header.split(",") if header else []
+        self.separator = ","
+        self.quotechar = '"'
+        self.file.seek(0, io.SEEK_END)
+
+
+def configure_logger(folder: Path, resume: bool = False) -> Logger:
+    """SB3 logger writing TensorBoard events and ``progress.csv`` into ``folder``.
+
+    With ``resume`` the CSV is continued and a new events file joins the existing ones in the same folder,
+    so TensorBoard shows one curve per tag across the interruption.
+    """
+    if not resume:
+        return configure(str(folder), ["tensorboard", "csv"])
+    formats = [make_output_format("tensorboard", str(folder)), ContinuedCSVOutputFormat(str(folder / "progress.csv"))]
+    return Logger(folder=str(folder), output_formats=formats)
+
+
+# --------------------------------------------------------------------------------------------------
+# Resumable checkpoints of the custom (torch) trainers
+# --------------------------------------------------------------------------------------------------
+
+_TRAINER_CHECKPOINT = re.compile(r"^model_(interrupted_)?(\d+)\.pt$")
+
+
+def latest_trainer_checkpoint(run_dir: Path) -> tuple[Path, int] | None:
+    """The newest ``checkpoints/model[_interrupted]_<step>.pt`` of a custom trainer's run (the interrupt
+    checkpoint wins a tie) and its step; None when there is none."""
+    found = []
+    for path in (Path(run_dir) / "checkpoints").glob("model_*.pt"):
+        match = _TRAINER_CHECKPOINT.match(path.name)
+        if match:
+            found.append((int(match.group(2)), bool(match.group(1)), path))
+    if not found:
+        return None
+    step, _, path = max(found)
+    return path, step
+
+
+def rng_states(rng: np.random.Generator, generator: Any = None) -> dict[str, Any]:
+    """numpy's and torch's random states as tensors and plain containers (``torch.load(weights_only=True)``)."""
+    import torch
+
+    states: dict[str, Any] = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
+    if generator is not None:
+        states["generator"] = generator.get_state()
+    return states
+
+
+def restore_rng_states(states: dict[str, Any], rng: np.random.Generator, generator: Any = None) -> None:
+    """Put back what :func:`rng_states` saved."""
+    import torch
+
+    rng.bit_generator.state = states["numpy"]
+    torch.set_rng_state(states["torch"])
+    if generator is not None and "generator" in states:
+        generator.set_state(states["generator"])

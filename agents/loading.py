@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,13 @@ def available_policies(env_id: str) -> list[str]:
 
 
 def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs: Any) -> Any:
-    """A Policy from a training run folder, a learned policy name or a non-learning policy name."""
+    """A Policy from a training run folder (or a checkpoint file in one), a learned or a non-learning policy name."""
     path = Path(name_or_run)
-    if path.is_dir():
-        return load_run_policy(path, env, **kwargs)
+    if is_run_path(path):
+        run_dir, checkpoint = check_run_env(path, env_id)
+        if checkpoint is not None:
+            kwargs = {**kwargs, "checkpoint": checkpoint}
+        return load_run_policy(run_dir, env, **kwargs)
     learned = _learned(env_id)
     if str(name_or_run) in learned:
         return learned[str(name_or_run)](env, **kwargs)
@@ -102,6 +106,64 @@ class SB3ModelPolicy:
         return np.asarray(action).reshape(self.model.action_space.shape)
 
 
+#: model files that can stand for their run (``runs/<run>/checkpoints/model_2000_steps.zip``, ``…/model_best.pt``).
+MODEL_SUFFIXES = (".zip", ".pt")
+_CHECKPOINT = re.compile(r"^model_(interrupted_)?(\d+)_steps\.zip$")
+
+
+def is_run_path(path: Path | str) -> bool:
+    """True for a folder or a model file (``.zip``/``.pt``) on disk: evaluate.py treats it as a trained run."""
+    path = Path(path)
+    return path.is_dir() or (path.is_file() and path.suffix in MODEL_SUFFIXES)
+
+
+def split_run_path(path: Path | str) -> tuple[Path, str | None]:
+    """(run folder, model file relative to it or None) of a run folder or of a model file inside one.
+
+    The run folder of a model file is the nearest parent with a config.yaml (``checkpoints/x.zip`` is two
+    levels below it).
+    """
+    path = Path(path)
+    if path.is_dir():
+        return path, None
+    for parent in path.parents:
+        if (parent / "config.yaml").is_file():
+            return parent, path.relative_to(parent).as_posix()
+    raise ValueError(f"{path} is not inside a training run folder: no config.yaml above it")
+
+
+def check_run_env(path: Path | str, env_id: str) -> tuple[Path, str | None]:
+    """:func:`split_run_path`, refusing a run trained on another env than ``env_id`` (from its config.yaml)."""
+    run_dir, checkpoint = split_run_path(path)
+    trained_on = load_run_config(run_dir).get("env", {}).get("id")
+    if trained_on is not None and str(trained_on) != env_id:
+        raise ValueError(f"{path} was trained on {trained_on}, not on {env_id}")
+    return run_dir, checkpoint
+
+
+def latest_checkpoint(run_dir: Path | str) -> tuple[Path, int] | None:
+    """The newest SB3 checkpoint of a run (``checkpoints/model[_interrupted]_<n>_steps.zip``, largest n;
+    the interrupt checkpoint wins a tie) and its step count; None when the run has none."""
+    found = []
+    for path in (Path(run_dir) / "checkpoints").glob("model_*_steps.zip"):
+        match = _CHECKPOINT.match(path.name)
+        if match:
+            found.append((int(match.group(2)), bool(match.group(1)), path))
+    if not found:
+        return None
+    steps, _, path = max(found)
+    return path, steps
+
+
+def replay_buffer_file(checkpoint: Path) -> Path:
+    """The replay buffer saved next to an SB3 checkpoint (SB3's CheckpointCallback naming)."""
+    match = _CHECKPOINT.match(checkpoint.name)
+    if not match:
+        raise ValueError(f"{checkpoint.name} is not named like a checkpoint (model[_interrupted]_<n>_steps.zip)")
+    prefix = "model_interrupted" if match.group(1) else "model"
+    return checkpoint.with_name(f"{prefix}_replay_buffer_{match.group(2)}_steps.pkl")
+
+
 def load_run_config(run_dir: Path) -> Any:
     """The resolved configuration a run saved (raises a clear error for a folder that is not a run)."""
     config_file = Path(run_dir) / "config.yaml"
@@ -133,7 +195,7 @@ def load_run_policy(
         return import_path(str(spec.loader))(run_dir, env, **kwargs)
     model_file = run_dir / (checkpoint or MODEL_FILE)
     if not model_file.is_file():
-        raise ValueError(f"{run_dir} has no {model_file.name} (training interrupted before the first save?)")
+        raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")
     model = spec.load_target().load(model_file, device=device)
     if model.observation_space.shape != env.observation_space.shape:
         raise ValueError(

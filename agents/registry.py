@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
@@ -290,6 +291,16 @@ ALGO_RULES: dict[str, Rule] = {
     "grad_clip": POSITIVE,
     "max_minutes": POSITIVE,
     "entropy_coef": NON_NEGATIVE,
+    # the custom trainers' (their from_dict checks the rest, e.g. corais_uec's samples >= 2)
+    "samples": COUNT,
+    "seeds_per_batch": COUNT,
+    "greedy_phase": PROBABILITY,
+    "eval_every": COUNT,
+    "eval_instances": COUNT,
+    "eval_episodes": COUNT,
+    "eval_time_limit": POSITIVE,
+    "eval_seed": NATURAL,
+    "checkpoint_every": COUNT,
 }
 
 
@@ -308,8 +319,13 @@ def check_ranges(cfg: Mapping[str, Any], rules: Mapping[str, Rule], prefix: str 
 
 
 def check_algo_ranges(algo: Mapping[str, Any]) -> None:
-    """:data:`ALGO_RULES` on an algo config, plus ``1 <= batch_size <= buffer_size``."""
+    """:data:`ALGO_RULES` on an algo config, plus ``1 <= batch_size <= buffer_size`` and an exploration rate
+    that decays (``exploration_final_eps <= exploration_initial_eps``)."""
     check_ranges(algo, ALGO_RULES, prefix="algo.")
+    final, initial = algo.get("exploration_final_eps"), algo.get("exploration_initial_eps")
+    if final is not None and initial is not None and final > initial:
+        raise ValueError(f"algo.exploration_final_eps={final} is invalid: expected a number in [0, "
+                         f"algo.exploration_initial_eps={initial}]")
     if "buffer_size" in algo and "batch_size" in algo and algo["batch_size"] > algo["buffer_size"]:
         raise ValueError(
             f"algo.batch_size={algo['batch_size']} is invalid: expected 1 <= batch_size <= "
@@ -346,3 +362,23 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, str) and (key.endswith("_class") or key.endswith("_fn")):
             out[key] = import_path(value)
     return out
+
+
+def check_writable_folder(key: str, folder: str | Path) -> None:
+    """Raise ValueError ``<key>=<folder> is not writable: <why>`` unless files can be made under ``folder``.
+
+    Probes by making (and removing) a temporary folder in ``folder`` or, when it does not exist yet, in
+    its nearest existing parent, so nothing is left behind either way.
+    """
+    import tempfile
+
+    path = Path(folder).expanduser()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ValueError(f"{key}={folder} is not writable: {probe} is not a folder")
+    try:
+        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=probe)).rmdir()
+    except OSError as err:
+        raise ValueError(f"{key}={folder} is not writable: cannot create files in {probe} ({err.strerror or err})") from None

@@ -139,14 +139,16 @@ def batch_scorer(instances: list[Instance], device: str) -> Callable[[torch.Tens
 def evaluate_model(
     model: CoRaiSNet, instances: list[Instance], reference: np.ndarray, samples: int, device: str
 ) -> dict[str, float]:
-    """Greedy and best-of-``samples`` mean gaps and costs of ``model`` on ``instances``."""
+    """Greedy and best-of-``samples`` mean gaps and costs of ``model`` on ``instances`` (seeded sampling)."""
     model.eval()
     edges, reqs, cmp, trn, res, src, wl = batch_tensors(instances, device)
     logp = model(edges, reqs)
     greedy = logp.argmax(dim=-1).unsqueeze(1)
     r_greedy = response_times_torch(cmp, trn, res, src, wl, greedy)[0][:, 0].double().cpu().numpy()
     b, z, q = logp.shape
-    acts = torch.multinomial(logp.exp().reshape(b * z, q), samples, replacement=True)
+    # its own fixed generator: the same samples every evaluation, and the training random stream untouched
+    generator = torch.Generator(device=logp.device).manual_seed(0)
+    acts = torch.multinomial(logp.exp().reshape(b * z, q), samples, replacement=True, generator=generator)
     acts = acts.reshape(b, z, samples).transpose(1, 2)
     r_sample = response_times_torch(cmp, trn, res, src, wl, acts)[0].min(dim=1).values.double().cpu().numpy()
     model.train()
@@ -165,13 +167,26 @@ def train(
     seed: int,
     steps: int,
     device: str = "cpu",
+    resume: bool = False,
 ) -> Path:
     """Train the dispatcher on CoRaiS-v0 instances of ``env_cfg["kwargs"]`` (scale, scenario_overrides).
 
-    Returns the path of the final model (``run_dir/model.pt``).
+    Returns the path of the final model (``run_dir/model.pt``). Checkpoints hold the model, the optimiser,
+    the batch/step counters, the elapsed time and the random states, so ``resume=True`` continues the run
+    in ``run_dir`` from its newest one up to ``steps``. On SIGINT/SIGTERM/SIGHUP the current batch ends,
+    ``checkpoints/model_interrupted_<step>.pt`` and ``model.pt`` are saved and
+    :class:`agents.callbacks.TrainingInterrupted` is raised.
     """
     from torch.utils.tensorboard import SummaryWriter
 
+    from agents.callbacks import (
+        GracefulInterrupt,
+        TrainingInterrupted,
+        latest_trainer_checkpoint,
+        restore_rng_states,
+        rng_states,
+    )
+    from agents.corais.policy import load_model
     from offline.corais import solve_exact
 
     cfg = TrainConfig.from_dict(dict(algo_cfg))
@@ -185,84 +200,117 @@ def train(
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     rng = np.random.default_rng(seed)
-    if cfg.init_from:
-        from agents.corais.policy import load_model
-
+    batches = math.ceil(steps / cfg.batch_size)
+    saved_state: dict[str, Any] | None = None
+    if resume:
+        latest = latest_trainer_checkpoint(run_dir)
+        if latest is None:
+            raise ValueError(f"resume={run_dir} has no checkpoint to continue from (checkpoints/model_<step>.pt)")
+        model, saved = load_model(latest[0], device=device)
+        saved_state = saved.get("trainer_state")
+        if saved_state is None:
+            raise ValueError(f"{latest[0]} holds no trainer state (saved by an older trainer): it cannot be resumed")
+        if int(saved_state["batch"]) >= batches:
+            raise ValueError(f"steps={steps} is invalid for resume={run_dir}: {latest[0].name} is at step "
+                             f"{saved_state['step']}; expected steps > {saved_state['step']}")
+    elif cfg.init_from:
         model = load_model(Path(cfg.init_from), device=device)[0]
     else:
         model = CoRaiSNet(ModelConfig(**cfg.model)).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    writer = SummaryWriter(log_dir=str(run_dir))
-    meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
-            "scale": scenario.scale, "parameters": count_parameters(model)}
-    (run_dir / "corais_config.json").write_text(json.dumps(meta, indent=2, default=str))
-    writer.add_text("hparams", json.dumps(meta, default=str))
+    writer = SummaryWriter(log_dir=str(run_dir))  # resumed: a new events file in the same folder
+    if saved_state is None:
+        meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
+                "scale": scenario.scale, "parameters": count_parameters(model)}
+        (run_dir / "corais_config.json").write_text(json.dumps(meta, indent=2, default=str))
+        writer.add_text("hparams", json.dumps(meta, default=str))
 
     # fixed validation set with exact references (seeded apart from the training stream)
     val_rng = np.random.default_rng(seed + 1_000_003)
     val = make_batch(scenario, val_rng, cfg.eval_instances)
     reference = np.array([solve_exact(i, time_limit=cfg.eval_time_limit, require_incumbent=True).cost for i in val])
 
-    batches = math.ceil(steps / cfg.batch_size)
     start = time.perf_counter()
-    best_gap = math.inf
-    model.train()
-    batch = 0
-    for batch in range(1, batches + 1):
-        progress = min(1.0, (time.perf_counter() - start) / (cfg.max_minutes * 60))  # share of the budget
-        if cfg.lr_final is not None:  # geometric annealing over the wall-time budget
-            for group in optimiser.param_groups:
-                group["lr"] = cfg.lr * (cfg.lr_final / cfg.lr) ** progress
-        instances = make_batch(scenario, rng, cfg.batch_size)
-        edges, reqs = observation_tensors(instances, device)
-        logp = model(edges, reqs)  # (B, Z, Q)
-        b, z, q = logp.shape
-        acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
-        acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
-        score = batch_scorer(instances, device)
-        cost = score(acts)  # (B, S)
-        greedy_now = cfg.baseline == "greedy" or (cfg.greedy_phase > 0 and progress >= 1.0 - cfg.greedy_phase)
-        # baseline: the mean of the S samples (paper), or the cost of the current greedy decode (self-critical)
-        greedy = logp.detach().argmax(dim=-1).unsqueeze(1)
-        base = score(greedy) if greedy_now else cost.mean(dim=1, keepdim=True)  # (B, 1)
-        advantage = cost - base
-        if cfg.relative_advantage:
-            advantage = advantage / base.clamp_min(1e-9)
-        logp_pi = torch.gather(logp.unsqueeze(1).expand(b, cfg.samples, z, q), 3, acts.unsqueeze(-1))
-        logp_pi = logp_pi.squeeze(-1).sum(dim=-1)  # (B, S)
-        entropy = -(logp.exp() * logp).sum(dim=-1).mean()
-        loss = (advantage.detach() * logp_pi).mean() - cfg.entropy_coef * entropy
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimiser.step()
+    best_gap, first_batch = math.inf, 1
+    if saved_state is not None:
+        optimiser.load_state_dict(saved_state["optimizer"])
+        restore_rng_states(saved_state["rng"], rng)
+        start -= float(saved_state["elapsed_s"])  # the wall-time budget and lr schedule go on where they were
+        best_gap, first_batch = float(saved_state["best_gap"]), int(saved_state["batch"]) + 1
+        print(f"[corais] resuming at batch {first_batch} (step {saved_state['step']})", flush=True)
 
+    def checkpoint(path: Path, batch: int) -> Path:
+        """Model plus everything resuming needs (tensors and plain containers only)."""
+        state = {"batch": batch, "step": batch * cfg.batch_size, "elapsed_s": time.perf_counter() - start,
+                 "best_gap": best_gap, "optimizer": optimiser.state_dict(), "rng": rng_states(rng)}
+        return save_model(path, model, batches=batch, steps=batch * cfg.batch_size, trainer_state=state)
+
+    model.train()
+    batch = first_batch - 1
+    interrupt = GracefulInterrupt()
+    with interrupt:
+        for batch in range(first_batch, batches + 1):
+            progress = min(1.0, (time.perf_counter() - start) / (cfg.max_minutes * 60))  # share of the budget
+            if cfg.lr_final is not None:  # geometric annealing over the wall-time budget
+                for group in optimiser.param_groups:
+                    group["lr"] = cfg.lr * (cfg.lr_final / cfg.lr) ** progress
+            instances = make_batch(scenario, rng, cfg.batch_size)
+            edges, reqs = observation_tensors(instances, device)
+            logp = model(edges, reqs)  # (B, Z, Q)
+            b, z, q = logp.shape
+            acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
+            acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
+            score = batch_scorer(instances, device)
+            cost = score(acts)  # (B, S)
+            greedy_now = cfg.baseline == "greedy" or (cfg.greedy_phase > 0 and progress >= 1.0 - cfg.greedy_phase)
+            # baseline: the mean of the S samples (paper), or the cost of the current greedy decode (self-critical)
+            greedy = logp.detach().argmax(dim=-1).unsqueeze(1)
+            base = score(greedy) if greedy_now else cost.mean(dim=1, keepdim=True)  # (B, 1)
+            advantage = cost - base
+            if cfg.relative_advantage:
+                advantage = advantage / base.clamp_min(1e-9)
+            logp_pi = torch.gather(logp.unsqueeze(1).expand(b, cfg.samples, z, q), 3, acts.unsqueeze(-1))
+            logp_pi = logp_pi.squeeze(-1).sum(dim=-1)  # (B, S)
+            entropy = -(logp.exp() * logp).sum(dim=-1).mean()
+            loss = (advantage.detach() * logp_pi).mean() - cfg.entropy_coef * entropy
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimiser.step()
+
+            step = batch * cfg.batch_size
+            elapsed = time.perf_counter() - start
+            if batch % 10 == 0 or batch == 1:
+                writer.add_scalar("train/cost_mean", float(cost.mean()), step)
+                writer.add_scalar("train/cost_best_of_s", float(cost.min(dim=1).values.mean()), step)
+                writer.add_scalar("train/loss", loss.item(), step)
+                writer.add_scalar("train/greedy_baseline", float(greedy_now), step)
+                writer.add_scalar("train/lr", optimiser.param_groups[0]["lr"], step)
+                writer.add_scalar("train/entropy", entropy.item(), step)
+                writer.add_scalar("train/grad_norm", float(grad_norm), step)
+                writer.add_scalar("time/fps", step / max(elapsed, 1e-9), step)
+            last = batch == batches or elapsed > cfg.max_minutes * 60
+            if batch % cfg.eval_every == 0 or last:
+                metrics = evaluate_model(model, val, reference, cfg.samples, device)
+                for key, value in metrics.items():
+                    writer.add_scalar(f"eval/{key}", value, step)
+                writer.add_scalar("eval/mean_reward", -metrics["greedy_cost"], step)
+                print(f"[corais] batch {batch} step {step} {elapsed:.0f}s cost {float(cost.mean()):.3f} "
+                      + " ".join(f"{k} {v:.4f}" for k, v in metrics.items()), flush=True)
+                if metrics["greedy_gap"] < best_gap:
+                    best_gap = metrics["greedy_gap"]
+                    save_model(run_dir / "model_best.pt", model, batches=batch, steps=step, **metrics)
+            if batch % cfg.checkpoint_every == 0:
+                checkpoint(run_dir / "checkpoints" / f"model_{step}.pt", batch)
+            if last or interrupt.requested:
+                break
+    if interrupt.requested:
         step = batch * cfg.batch_size
-        elapsed = time.perf_counter() - start
-        if batch % 10 == 0 or batch == 1:
-            writer.add_scalar("train/cost_mean", float(cost.mean()), step)
-            writer.add_scalar("train/cost_best_of_s", float(cost.min(dim=1).values.mean()), step)
-            writer.add_scalar("train/loss", loss.item(), step)
-            writer.add_scalar("train/greedy_baseline", float(greedy_now), step)
-            writer.add_scalar("train/lr", optimiser.param_groups[0]["lr"], step)
-            writer.add_scalar("train/entropy", entropy.item(), step)
-            writer.add_scalar("train/grad_norm", float(grad_norm), step)
-            writer.add_scalar("time/fps", step / max(elapsed, 1e-9), step)
-        last = batch == batches or elapsed > cfg.max_minutes * 60
-        if batch % cfg.eval_every == 0 or last:
-            metrics = evaluate_model(model, val, reference, cfg.samples, device)
-            for key, value in metrics.items():
-                writer.add_scalar(f"eval/{key}", value, step)
-            writer.add_scalar("eval/mean_reward", -metrics["greedy_cost"], step)
-            print(f"[corais] batch {batch} step {step} {elapsed:.0f}s cost {float(cost.mean()):.3f} "
-                  + " ".join(f"{k} {v:.4f}" for k, v in metrics.items()), flush=True)
-            if metrics["greedy_gap"] < best_gap:
-                best_gap = metrics["greedy_gap"]
-                save_model(run_dir / "model_best.pt", model, batches=batch, steps=step, **metrics)
-        if batch % cfg.checkpoint_every == 0:
-            save_model(run_dir / "checkpoints" / f"model_{step}.pt", model, batches=batch, steps=step)
-        if last:
-            break
+        saved_path = checkpoint(run_dir / "checkpoints" / f"model_interrupted_{step}.pt", batch)
+        save_model(run_dir / "model.pt", model, batches=batch, steps=step)
+        writer.flush()
+        writer.close()
+        raise TrainingInterrupted(interrupt.signum or 2, saved_path)
     writer.flush()
     writer.close()
     return save_model(run_dir / "model.pt", model, batches=batch, steps=batch * cfg.batch_size,
@@ -284,6 +332,7 @@ class CLIConfig:
     steps: int = 10**9  # instances to dispatch (default: until algo.max_minutes)
     device: str = "cpu"
     experiment: str | None = None  # conf/experiment/<name>.yaml whose algo, steps and env scale apply first
+    resume: bool = False  # continue run_dir from its newest checkpoint (up to steps)
     algo: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
@@ -316,6 +365,7 @@ def main(argv: list[str] | None = None) -> None:
         python -m agents.corais.trainer run_dir=runs/corais_seed7 seed=7 algo.lr=2e-4 algo.model.edge_mixing=mlp
         python -m agents.corais.trainer run_dir=runs/corais_paper experiment=corais_train_paper device=cuda
         python -m agents.corais.trainer run_dir=runs/corais_more algo.init_from=runs/corais_cpu/model.pt
+        python -m agents.corais.trainer run_dir=runs/corais_cpu resume=true   # after Ctrl-C / SIGTERM
 
     ``python -m agents.corais.trainer --help`` lists every key with its default.
     """
@@ -343,8 +393,18 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    path = train({"kwargs": {"scale": list(base.scale)}}, algo, run_dir=Path(base.run_dir), seed=base.seed,
-                 steps=base.steps, device=base.device)
+    from agents.callbacks import TrainingInterrupted
+
+    try:
+        path = train({"kwargs": {"scale": list(base.scale)}}, algo, run_dir=Path(base.run_dir), seed=base.seed,
+                     steps=base.steps, device=base.device, resume=base.resume)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except TrainingInterrupted as stop:
+        print(f"interrupted: saved {stop.saved}; continue with: python -m agents.corais.trainer "
+              f"run_dir={base.run_dir} resume=true", file=sys.stderr)
+        sys.exit(stop.exit_code)
     print(path)
 
 

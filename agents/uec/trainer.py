@@ -241,9 +241,24 @@ def train(
     seed: int,
     steps: int,
     device: str = "cpu",
+    resume: bool = False,
 ) -> Path:
-    """Train on UEC-v0 with ``env_cfg["kwargs"]`` for ``steps`` decisions; returns ``run_dir/model.pt``."""
+    """Train on UEC-v0 with ``env_cfg["kwargs"]`` for ``steps`` decisions; returns ``run_dir/model.pt``.
+
+    Checkpoints hold the model, the optimiser, the counters, the elapsed time and the random states:
+    ``resume=True`` continues ``run_dir`` from its newest one. On SIGINT/SIGTERM/SIGHUP the current batch
+    ends, ``checkpoints/model_interrupted_<decisions>.pt`` and ``model.pt`` are saved and
+    :class:`agents.callbacks.TrainingInterrupted` is raised.
+    """
     from torch.utils.tensorboard import SummaryWriter
+
+    from agents.callbacks import (
+        GracefulInterrupt,
+        TrainingInterrupted,
+        latest_trainer_checkpoint,
+        restore_rng_states,
+        rng_states,
+    )
 
     cfg = TrainConfig.from_dict(dict(algo_cfg))
     if steps < 1:
@@ -260,13 +275,27 @@ def train(
     n_train = cfg.seeds_per_batch * cfg.samples
     train_envs = make_envs(env_cfg, n_train)
     eval_envs = make_envs(env_cfg, cfg.eval_episodes)
-    model = UECAttentionNet(config_for_layout(train_envs[0].get_wrapper_attr("layout"), **cfg.model))
+    saved_state: dict[str, Any] | None = None
+    if resume:
+        latest = latest_trainer_checkpoint(run_dir)
+        if latest is None:
+            raise ValueError(f"resume={run_dir} has no checkpoint to continue from (checkpoints/model_<step>.pt)")
+        model, saved = load_model(latest[0])
+        saved_state = saved.get("trainer_state")
+        if saved_state is None:
+            raise ValueError(f"{latest[0]} holds no trainer state (saved by an older trainer): it cannot be resumed")
+        if int(saved_state["decisions"]) >= steps:
+            raise ValueError(f"steps={steps} is invalid for resume={run_dir}: {latest[0].name} is at step "
+                             f"{saved_state['decisions']}; expected steps > {saved_state['decisions']}")
+    else:
+        model = UECAttentionNet(config_for_layout(train_envs[0].get_wrapper_attr("layout"), **cfg.model))
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    writer = SummaryWriter(log_dir=str(run_dir))
-    meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
-            "parameters": count_parameters(model)}
-    (run_dir / "corais_uec_config.json").write_text(json.dumps(meta, indent=2, default=str))
-    writer.add_text("hparams", json.dumps(meta, default=str))
+    writer = SummaryWriter(log_dir=str(run_dir))  # resumed: a new events file in the same folder
+    if saved_state is None:
+        meta = {"env_cfg": env_cfg, "algo_cfg": asdict(cfg), "seed": seed, "steps": steps,
+                "parameters": count_parameters(model)}
+        (run_dir / "corais_uec_config.json").write_text(json.dumps(meta, indent=2, default=str))
+        writer.add_text("hparams", json.dumps(meta, default=str))
 
     eval_seeds = [cfg.eval_seed + i for i in range(cfg.eval_episodes)]
     reference = _reference_profits(env_cfg, eval_seeds)
@@ -285,48 +314,70 @@ def train(
         return mean
 
     start = time.perf_counter()
-    decisions, batch, best = 0, 0, -np.inf
-    best = log_eval(0, 0, 0.0)
-    save_model(run_dir / "model_best.pt", model, batches=0, steps=0, eval_mean_reward=best)
+    decisions, batch = 0, 0
+    if saved_state is None:
+        best = log_eval(0, 0, 0.0)
+        save_model(run_dir / "model_best.pt", model, batches=0, steps=0, eval_mean_reward=best)
+    else:
+        optimiser.load_state_dict(saved_state["optimizer"])
+        restore_rng_states(saved_state["rng"], rng, generator)
+        start -= float(saved_state["elapsed_s"])  # the wall-time budget goes on where it was
+        decisions, batch, best = int(saved_state["decisions"]), int(saved_state["batch"]), float(saved_state["best"])
+        print(f"[corais_uec] resuming at batch {batch + 1} (step {decisions})", flush=True)
+
+    def checkpoint(path: Path) -> Path:
+        """Model plus everything resuming needs (tensors and plain containers only)."""
+        state = {"batch": batch, "decisions": decisions, "elapsed_s": time.perf_counter() - start, "best": float(best),
+                 "optimizer": optimiser.state_dict(), "rng": rng_states(rng, generator)}
+        return save_model(path, model, batches=batch, steps=decisions, trainer_state=state)
+
     model.train()
-    while decisions < steps and time.perf_counter() - start < cfg.max_minutes * 60:
-        batch += 1
-        episode_seeds = rng.integers(0, 2**31 - 1, size=cfg.seeds_per_batch)
-        seeds = np.repeat(episode_seeds, cfg.samples).tolist()  # S consecutive copies share a seed
-        profit, obs, actions, index = rollouts(model, train_envs, seeds, greedy=False, generator=generator)
-        decisions += int(actions.numel())
+    interrupt = GracefulInterrupt()
+    with interrupt:
+        while decisions < steps and time.perf_counter() - start < cfg.max_minutes * 60 and not interrupt.requested:
+            batch += 1
+            episode_seeds = rng.integers(0, 2**31 - 1, size=cfg.seeds_per_batch)
+            seeds = np.repeat(episode_seeds, cfg.samples).tolist()  # S consecutive copies share a seed
+            profit, obs, actions, index = rollouts(model, train_envs, seeds, greedy=False, generator=generator)
+            decisions += int(actions.numel())
 
-        log_p = torch.log_softmax(model(obs), dim=-1)
-        chosen = log_p.gather(1, actions.unsqueeze(1)).squeeze(1)
-        episode_log_p = torch.zeros(n_train).index_add(0, index, chosen)
-        p = torch.where(torch.isfinite(log_p), log_p, torch.zeros_like(log_p))
-        entropy = -(p.exp() * p).sum(dim=-1).mean()
-        grouped = torch.as_tensor(profit, dtype=torch.float32).reshape(cfg.seeds_per_batch, cfg.samples)
-        advantage = (grouped - grouped.mean(dim=1, keepdim=True)).reshape(-1)
-        if cfg.normalize_advantage:
-            advantage = advantage / (advantage.std() + 1e-6)
-        loss = -(advantage * episode_log_p).mean() - cfg.entropy_coef * entropy
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimiser.step()
+            log_p = torch.log_softmax(model(obs), dim=-1)
+            chosen = log_p.gather(1, actions.unsqueeze(1)).squeeze(1)
+            episode_log_p = torch.zeros(n_train).index_add(0, index, chosen)
+            p = torch.where(torch.isfinite(log_p), log_p, torch.zeros_like(log_p))
+            entropy = -(p.exp() * p).sum(dim=-1).mean()
+            grouped = torch.as_tensor(profit, dtype=torch.float32).reshape(cfg.seeds_per_batch, cfg.samples)
+            advantage = (grouped - grouped.mean(dim=1, keepdim=True)).reshape(-1)
+            if cfg.normalize_advantage:
+                advantage = advantage / (advantage.std() + 1e-6)
+            loss = -(advantage * episode_log_p).mean() - cfg.entropy_coef * entropy
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimiser.step()
 
-        elapsed = time.perf_counter() - start
-        writer.add_scalar("rollout/ep_rew_mean", float(profit.mean()), decisions)
-        writer.add_scalar("rollout/ep_len_mean", actions.numel() / n_train, decisions)
-        writer.add_scalar("train/loss", loss.item(), decisions)
-        writer.add_scalar("train/entropy", entropy.item(), decisions)
-        writer.add_scalar("train/grad_norm", float(grad_norm), decisions)
-        writer.add_scalar("train/profit_spread", float(grouped.std(dim=1).mean()), decisions)
-        writer.add_scalar("time/fps", decisions / max(elapsed, 1e-9), decisions)
-        last = decisions >= steps or elapsed >= cfg.max_minutes * 60
-        if batch % cfg.eval_every == 0 or last:
-            mean = log_eval(decisions, batch, elapsed)
-            if mean > best:
-                best = mean
-                save_model(run_dir / "model_best.pt", model, batches=batch, steps=decisions, eval_mean_reward=mean)
-        if batch % cfg.checkpoint_every == 0:
-            save_model(run_dir / "checkpoints" / f"model_{decisions}.pt", model, batches=batch, steps=decisions)
+            elapsed = time.perf_counter() - start
+            writer.add_scalar("rollout/ep_rew_mean", float(profit.mean()), decisions)
+            writer.add_scalar("rollout/ep_len_mean", actions.numel() / n_train, decisions)
+            writer.add_scalar("train/loss", loss.item(), decisions)
+            writer.add_scalar("train/entropy", entropy.item(), decisions)
+            writer.add_scalar("train/grad_norm", float(grad_norm), decisions)
+            writer.add_scalar("train/profit_spread", float(grouped.std(dim=1).mean()), decisions)
+            writer.add_scalar("time/fps", decisions / max(elapsed, 1e-9), decisions)
+            last = decisions >= steps or elapsed >= cfg.max_minutes * 60
+            if batch % cfg.eval_every == 0 or last:
+                mean = log_eval(decisions, batch, elapsed)
+                if mean > best:
+                    best = mean
+                    save_model(run_dir / "model_best.pt", model, batches=batch, steps=decisions, eval_mean_reward=mean)
+            if batch % cfg.checkpoint_every == 0:
+                checkpoint(run_dir / "checkpoints" / f"model_{decisions}.pt")
+    if interrupt.requested:
+        saved_path = checkpoint(run_dir / "checkpoints" / f"model_interrupted_{decisions}.pt")
+        save_model(run_dir / MODEL_FILE, model, batches=batch, steps=decisions, best_eval_mean_reward=float(best))
+        writer.flush()
+        writer.close()
+        raise TrainingInterrupted(interrupt.signum or 2, saved_path)
     writer.flush()
     writer.close()
     return save_model(run_dir / MODEL_FILE, model, batches=batch, steps=decisions,
