@@ -12,8 +12,9 @@ prints the summary as a markdown table, writes ``<out>/summary.csv`` (plus the p
 and plots) and prints the output folder on its last line. Without ``out=`` the folder is
 ``results/<env>__<time>/``. ``policies``, ``instances`` and ``episodes`` default per env to the hook's
 ``default_evaluation``. A policy is a registered name (non-learning or shipped learned,
-``agents.loading.available_policies``) or a training run folder; ``agents.loading.resolve_policy`` makes
-it. ``evaluation_kwargs`` are the hook's options (e.g. CoRaiS's ``exact_time_limit``, OINC's ``model``)
+``agents.loading.available_policies``), a training run folder or a model file in one
+(``runs/<run>/checkpoints/model_2000_steps.zip``); ``agents.loading.resolve_policy`` makes it. A run
+trained on another env (its config.yaml's ``env.id``) is refused before anything is written. ``evaluation_kwargs`` are the hook's options (e.g. CoRaiS's ``exact_time_limit``, OINC's ``model``)
 and ``policy_kwargs`` (policy name -> factory kwargs, e.g. ``{corais_greedy: {run_dir: runs/x}}``).
 
 Experiments (contract 4) list ``sweeps``: for every value of ``parameter`` (a dotted path into the
@@ -35,7 +36,8 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from agents.loading import available_policies, resolve_policy
+from agents.loading import available_policies, check_run_env, is_run_path, resolve_policy
+from agents.registry import check_writable_folder
 from envs.problems import get_problem
 from offline.runner import EvaluationHook, evaluate, get_hook
 
@@ -68,7 +70,11 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     policies = [str(p) for p in policies]
     if not policies:
         raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
-    hook.check_policy_names(env_id, policies, available_policies(env_id))  # a problem may accept more forms
+    for policy in policies:  # a run folder or a checkpoint in one: trained on this env?
+        if is_run_path(policy):
+            check_run_env(policy, env_id)
+    names = [p for p in policies if not is_run_path(p)]
+    hook.check_policy_names(env_id, names, available_policies(env_id))  # a problem may accept more forms
     instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
     episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])
     seed = cfg.seed
@@ -211,6 +217,7 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
 def run(cfg: DictConfig) -> Path:
     """Evaluate (or run the experiment's sweeps) as configured; returns the output folder."""
     resolve_settings(cfg)  # fail at once on bad input, before any work
+    check_writable_folder("out", str(cfg.out or "results"))
     if cfg.get("out"):
         out_dir = Path(cfg.out)
     else:  # a fresh folder even when two runs start within the same second (e.g. `-m seed=0,1`)

@@ -10,6 +10,7 @@
         hydra.launcher.timeout_min=240 device=cuda      # one SLURM job per run (hydra-submitit-launcher)
     python train.py --cfg job                           # print the composed configuration (add --resolve)
     python train.py --help                              # config groups and every key with its default
+    python train.py resume=runs/uec-v0__sac__0__<time> steps=60000   # continue a stopped run
 
 The dataclasses below (``TrainConfig``, ``EvalConfig``, ``EnvConfig``) and those of agents.registry
 (one per algorithm) are Hydra structured-config schemas in Hydra's ConfigStore: ``train_schema`` is
@@ -21,8 +22,10 @@ gamma in (0, 1], batch_size <= buffer_size, ...) are checked before any run fold
 
 Each run writes ``<out>/<env>__<algo>__<seed>__<time>/`` (a ``-<n>`` suffix when parallel jobs meet)
 with config.yaml, TensorBoard event files, progress.csv, eval.csv, train.log, checkpoints/ and the final
-model.zip, and prints that folder and the ``tensorboard --logdir`` command on its last lines. Ctrl-C
-saves a checkpoint and flushes the logs.
+model.zip, and prints that folder and the ``tensorboard --logdir`` command on its last lines. SIGINT,
+SIGTERM and SIGHUP stop at the next env step, save model.zip, an interrupt checkpoint (and the replay
+buffer), flush the logs and exit with 128 + the signal's number. ``resume=<run folder>`` continues a run
+in its folder from its newest checkpoint with its saved config.yaml (:func:`prepare_resume`).
 
 ``run(cfg)`` is the whole program; ``main`` is only the Hydra wrapper (tests call ``run``).
 """

@@ -144,3 +144,38 @@ def test_evaluate__command_line_prints_the_folder_last_and_fails_cleanly(tmp_pat
     assert (tmp_path / "ok" / "summary.csv").is_file()
     bad = run_cli("env=uec-v0", "policies=[bogus]", cwd=tmp_path)
     assert bad.returncode == 2 and "valid policies" in bad.stderr
+
+
+def _sac_run(tmp_path: Path) -> Path:
+    """A UEC-v0 SAC run folder as train.py writes it, with an (untrained) checkpoint."""
+    import gymnasium as gym
+
+    import train
+    from agents.masking import infer_mask_dim
+    from agents.sac import DiscreteSAC
+
+    run_dir = tmp_path / "runs" / "uec-v0__sac__0__x"
+    with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+        prepared = train.prepare(compose("config", overrides=["env=uec-v0", "algo=sac", "steps=100"]))
+    (run_dir / "checkpoints").mkdir(parents=True)
+    OmegaConf.save(prepared.cfg, run_dir / "config.yaml")
+    env = gym.make("UEC-v0")
+    model = DiscreteSAC("MlpPolicy", env, mask_dim=infer_mask_dim(env), seed=0, device="cpu",
+                        policy_kwargs={"net_arch": [16]})
+    model.save(run_dir / "checkpoints" / "model_0_steps.zip")
+    return run_dir
+
+
+def test_evaluate__checkpoint_zip_is_a_policy_and_a_run_of_another_env_is_refused(tmp_path):
+    run_dir = _sac_run(tmp_path)
+    checkpoint = run_dir / "checkpoints" / "model_0_steps.zip"
+    evaluate.run(config("env=uec-v0", f"policies=[{checkpoint}]", "instances=1", "episodes=1", f"out={tmp_path / 'ok'}"))
+    rows = read_csv(tmp_path / "ok" / "summary.csv")
+    assert [r["policy"] for r in rows] == [str(checkpoint)] and float(rows[0]["profit_mean"]) >= 0
+    with pytest.raises(ValueError, match=rf"{run_dir} was trained on UEC-v0, not on OINC-v0"):
+        evaluate.run(config("env=oinc-v0", f"policies=[{run_dir}]", f"out={tmp_path / 'bad'}"))
+    with pytest.raises(ValueError, match=r"model_0_steps.zip was trained on UEC-v0, not on CoRaiS-v0"):
+        evaluate.run(config("env=corais-v0", f"policies=[{checkpoint}]", f"out={tmp_path / 'bad'}"))
+    with pytest.raises(ValueError, match="out=/proc/x is not writable"):
+        evaluate.run(config("env=uec-v0", "policies=[random]", "out=/proc/x"))
+    assert not (tmp_path / "bad").exists()

@@ -179,3 +179,58 @@ def test_train__run_in_process_with_two_envs_and_a_reference_algo(tmp_path):
     assert reference_dir.name.startswith("uec-v0__reference__0__")
     policy = load_run_policy(reference_dir, gym.make("UEC-v0"))
     assert policy.name == "pickconfigs" or hasattr(policy, "act")
+
+
+def test_train__unwritable_out_or_negative_seed_exits_2_before_any_run_folder(tmp_path):
+    for override, message in (("out=/proc/x", "error: out=/proc/x is not writable: "),
+                              ("eval.seed=-1", "error: eval.seed=-1 is invalid: expected an integer >= 0")):
+        result = subprocess.run([sys.executable, "train.py", "env=uec-v0", "algo=dqn", "steps=10",
+                                 f"out={tmp_path}", override], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr and "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())
+    from agents.registry import check_writable_folder
+
+    check_writable_folder("out", tmp_path / "new" / "deeper")  # a folder still to be made is fine
+    assert not (tmp_path / "new").exists()  # and the probe leaves nothing behind
+    with pytest.raises(ValueError, match="is not a folder"):
+        (tmp_path / "file").touch()
+        check_writable_folder("out", tmp_path / "file" / "x")
+
+
+def test_train__failure_before_training_starts_removes_the_run_folder(tmp_path, monkeypatch):
+    from hydra import compose, initialize_config_dir
+
+    import train
+
+    def broken_bound(env_cfg):
+        raise RuntimeError("bound exploded")
+
+    monkeypatch.setattr(train, "episode_bound", broken_bound)
+    overrides = ["env=uec-v0", "algo=dqn", "steps=200", f"out={tmp_path}", *SMALL, "eval.bound=true"]
+    with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    with pytest.raises(RuntimeError, match="bound exploded"):
+        train.run(cfg, overrides=overrides)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["algo=dqn", "algo.buffer_size=0"], "algo.buffer_size=0 is invalid: expected an integer >= 1"),
+        (["algo=dqn", "algo.tau=2.0"], r"algo.tau=2.0 is invalid: expected a number in \(0, 1\]"),
+        (["algo=dqn", "algo.exploration_initial_eps=0.2", "algo.exploration_final_eps=0.5"],
+         r"algo.exploration_final_eps=0.5 is invalid: expected a number in \[0, algo.exploration_initial_eps=0.2\]"),
+        (["algo=corais_uec", "algo.eval_seed=-1"], "algo.eval_seed=-1 is invalid: expected an integer >= 0"),
+    ],
+)
+def test_train__algo_ranges_missing_before_are_checked(overrides: list[str], message: str):
+    from hydra import compose, initialize_config_dir
+
+    import train
+
+    with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["env=uec-v0", *overrides])
+    with pytest.raises(ValueError, match=message):
+        train.prepare(cfg, overrides=overrides)
