@@ -77,7 +77,7 @@ class EnvConfig:
     id: str = "???"  # the registered Gymnasium id (envs.problems.PROBLEMS), e.g. UEC-v0
     kwargs: dict[str, Any] = field(default_factory=dict)  # gym.make(id, **kwargs)
     wrappers: list[str] = field(default_factory=list)  # "module:Class" gymnasium wrappers, applied in order
-    reference_policy: str | None = None  # non-learning policy logged next to the learner
+    reference_policy: Any = None  # non-learning policy (or list: the best of them) logged next to the learner
     algo_overrides: dict[str, Any] = field(default_factory=dict)  # algo name -> keys merged over conf/algo
 
 
@@ -290,35 +290,31 @@ def reference_summary(
 ) -> tuple[str | None, dict[str, float] | None]:
     """Evaluate the env's reference policy on ``seeds``; never raises.
 
-    If it is not available, fall back to the best registered policy for the env (by mean reward on the
-    same seeds); if there is none, log why and return (None, None).
+    ``reference_policy`` is a name or a list of names (then the best of them on these seeds, e.g. UEC's
+    best faithful baseline). If none is given or none runs, fall back to the best registered policy for
+    the env; if there is none, log why and return (None, None).
     """
-    from agents.callbacks import evaluate
-    from offline.registry import available_policies, make_policy
+    from agents.callbacks import best_policy
+    from offline.registry import available_policies
 
     env_id, wanted = str(env_cfg["id"]), env_cfg.get("reference_policy")
     own_env = env is None
     env = make_env(env_cfg) if own_env else env
     try:
         if wanted:
-            try:
-                return str(wanted), evaluate(env, make_policy(env_id, str(wanted), env), seeds, bound)
-            except Exception as err:  # the reference may not be written yet: fall back, never crash
-                log.warning("reference policy %r for %s is not available (%s)", wanted, env_id, err)
+            names = [str(wanted)] if isinstance(wanted, str) else [str(n) for n in wanted]
+            best = best_policy(env, env_id, names, seeds, bound)
+            if best[0] is not None:
+                if len(names) > 1:
+                    log.info("reference: %s, the best of %s on the eval seeds", best[0], names)
+                return best
+            log.warning("reference policy %s for %s is not available", names, env_id)
         try:
             names = available_policies(env_id)
         except Exception as err:
             log.warning("no reference policy logged: no policies are registered for %s (%s)", env_id, err)
             return None, None
-        best: tuple[str | None, dict[str, float] | None] = (None, None)
-        for name in names:
-            try:
-                summary = evaluate(env, make_policy(env_id, name, env), seeds, bound)
-            except Exception as err:
-                log.warning("policy %r failed on %s (%s); skipped", name, env_id, err)
-                continue
-            if best[1] is None or summary["mean_reward"] > best[1]["mean_reward"]:
-                best = (name, summary)
+        best = best_policy(env, env_id, names, seeds, bound)
         if best[0] is None:
             log.warning("no reference policy logged: none of %s could run on %s", names, env_id)
         else:
@@ -514,13 +510,24 @@ def _run_reference(prepared: Prepared, run_dir: Path, seeds: list[int]) -> None:
     """A non-learning 'run': evaluate the policy on the eval seeds and log it at step 0."""
     from stable_baselines3.common.logger import configure
 
-    from agents.callbacks import evaluate
+    from agents.callbacks import best_policy, evaluate
     from offline.registry import make_policy
 
     env = make_env(prepared.env)
-    policy = make_policy(str(prepared.env["id"]), str(prepared.algo["policy"]), env,
-                         **(prepared.algo.get("policy_kwargs") or {}))
-    summary = evaluate(env, policy, seeds, episode_bound(prepared.env) if prepared.cfg.eval.bound else None)
+    bound = episode_bound(prepared.env) if prepared.cfg.eval.bound else None
+    wanted = prepared.algo["policy"]
+    if isinstance(wanted, str):
+        policy = make_policy(str(prepared.env["id"]), wanted, env, **(prepared.algo.get("policy_kwargs") or {}))
+        summary = evaluate(env, policy, seeds, bound)
+    else:  # a list: the best of them on the eval seeds; config.yaml then names the one chosen
+        chosen, summary = best_policy(env, str(prepared.env["id"]), [str(n) for n in wanted], seeds, bound)
+        if chosen is None or summary is None:
+            raise ValueError(f"algo.policy={list(wanted)}: none of these policies runs on {prepared.env['id']}")
+        log.info("reference: %s, the best of %s on the eval seeds", chosen, list(wanted))
+        prepared.algo["policy"] = chosen
+        saved = OmegaConf.load(run_dir / "config.yaml")
+        saved.algo.policy = chosen
+        OmegaConf.save(saved, run_dir / "config.yaml")
     env.close()
     logger = configure(str(run_dir), ["tensorboard", "csv"])
     for key, value in summary.items():

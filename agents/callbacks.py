@@ -83,6 +83,33 @@ def evaluate(
     return summary
 
 
+def best_policy(
+    env: gym.Env,
+    env_id: str,
+    names: list[str],
+    seeds: list[int],
+    bound: Callable[[gym.Env], float | None] | None = None,
+) -> tuple[str | None, dict[str, float] | None]:
+    """The policy of ``names`` with the highest mean return on ``seeds`` and its summary (:func:`evaluate`).
+
+    A reference line made of several candidates is the strongest of them on the very seeds the learner is
+    evaluated on (e.g. UEC's best faithful baseline). Policies that fail are skipped with a warning;
+    (None, None) when none runs.
+    """
+    from offline.registry import make_policy
+
+    best: tuple[str | None, dict[str, float] | None] = (None, None)
+    for name in names:
+        try:
+            summary = evaluate(env, make_policy(env_id, name, env), seeds, bound)
+        except Exception as err:  # a reference is a nicety: never stop training for it
+            log.warning("policy %r failed on %s (%s); skipped", name, env_id, err)
+            continue
+        if best[1] is None or summary["mean_reward"] > best[1]["mean_reward"]:
+            best = (name, summary)
+    return best
+
+
 class PeriodicEvalCallback(BaseCallback):
     """Every ``eval_freq`` env steps: evaluate the learner on fixed seeds, log it next to the reference.
 

@@ -122,7 +122,7 @@ class ReferenceConfig:
 
     name: str = "???"  # the run folder's algo part
     kind: str = "reference"
-    policy: str = "???"  # a name registered in offline.registry for the env
+    policy: Any = "???"  # a name registered in offline.registry for the env, or a list: the best of them
     default_steps: int = 0
     policy_kwargs: dict[str, Any] = field(default_factory=dict)
 

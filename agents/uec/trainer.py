@@ -155,20 +155,25 @@ def evaluate_greedy(model: UECAttentionNet, env_list: list[gym.Env], seeds: list
 
 
 def _reference_profits(env_cfg: dict[str, Any], seeds: list[int]) -> np.ndarray | None:
-    """RESCUE's profits on the eval seeds (logged next to the learner); None if it is unavailable."""
-    try:
-        from offline.protocol import run_episode
-        from offline.registry import make_policy
+    """Profits on the eval seeds of the env config's reference policy (a name, or a list: the best of them
+    by mean profit, e.g. the best faithful baseline), logged next to the learner; None if unavailable."""
+    from offline.protocol import run_episode
+    from offline.registry import make_policy
 
-        env = make_envs(env_cfg, 1)[0]
-        policy = make_policy(ENV_ID, str(env_cfg.get("reference_policy") or "rescue"), env)
-        out = []
-        for s in seeds:
-            out.append(run_episode(env, policy, seed=s).total_reward)
-        return np.asarray(out)
-    except Exception as err:  # never let the reference break training
-        print(f"[corais_uec] reference policy unavailable: {err}", flush=True)
-        return None
+    wanted = env_cfg.get("reference_policy") or "rescue"
+    names = [str(wanted)] if isinstance(wanted, str) else [str(n) for n in wanted]
+    env = make_envs(env_cfg, 1)[0]
+    best: np.ndarray | None = None
+    for name in names:
+        try:
+            policy = make_policy(ENV_ID, name, env)
+            profits = np.asarray([run_episode(env, policy, seed=s).total_reward for s in seeds])
+        except Exception as err:  # never let the reference break training
+            print(f"[corais_uec] reference policy {name!r} unavailable: {err}", flush=True)
+            continue
+        if best is None or profits.mean() > best.mean():
+            best = profits
+    return best
 
 
 # --------------------------------------------------------------------------------------------------
