@@ -88,6 +88,7 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     unknown = sorted(set(extra) - set(valid_extra))
     if unknown:
         raise ValueError(f"evaluation_kwargs {unknown} are not known for {env_id}; valid evaluation_kwargs: {valid_extra}")
+    hook.check_options(policies, {**hook.options, **{k: v for k, v in extra.items() if k != "policy_kwargs"}})
     return {
         "env_id": env_id,
         "hook": hook,

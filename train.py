@@ -237,6 +237,8 @@ def make_env(env_cfg: dict[str, Any]) -> Any:
 
 def check_fit(prepared: Prepared) -> tuple[Any, int]:
     """Build one env, check the algo fits its action space; returns (env, mask_dim)."""
+    from gymnasium import spaces as gym_spaces
+
     from agents.masking import infer_mask_dim
     from agents.registry import check_action_space
 
@@ -247,6 +249,18 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
         env.close()
         raise ValueError(f"algo={prepared.spec.name} trains only on {list(prepared.spec.env_ids)}, "
                          f"not on {prepared.env['id']}")
+    policy = str(prepared.algo.get("policy", ""))
+    if prepared.spec.kind == "sb3" and policy in ("MlpPolicy", "CnnPolicy") and isinstance(env.observation_space, gym_spaces.Dict):
+        from agents.registry import ALGOS
+
+        env.close()
+        fits = [n for n, s in ALGOS.items() if s.env_ids is not None and str(prepared.env["id"]) in s.env_ids]
+        raise ValueError(
+            f"algo={prepared.spec.name} does not fit {prepared.env['id']}: its observation space is a Dict "
+            f"({sorted(env.observation_space.spaces)}), which algo.policy={policy} cannot read "
+            f"(algo.policy=MultiInputPolicy or a flat observation option of the env can); algos built for "
+            f"{prepared.env['id']}: {fits}"
+        )
     mask_dim = infer_mask_dim(env, prepared.algo.get("mask", "auto")) if prepared.spec.kind == "sb3" else 0
     return env, mask_dim
 

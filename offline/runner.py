@@ -117,8 +117,11 @@ class EvaluationHook:
                     f"valid policies: {valid}"
                 )
 
+    def check_options(self, policies: Sequence[str], options: dict[str, Any]) -> None:
+        """Raise ValueError naming a bad option value (called before any output is written)."""
+
     def prepare(self, run: Run) -> None:
-        """Check ``run.options`` and adjust ``run.env_kwargs`` / ``run.state`` before anything runs."""
+        """Adjust ``run.env_kwargs`` / ``run.state`` before anything runs."""
 
     def entries(self, run: Run) -> list[Entry]:
         """What to run, in order: each distinct requested name once, with its ``policy_kwargs``."""
@@ -277,6 +280,7 @@ def evaluate(
         raise ValueError(
             f"evaluation option(s) {unknown} are not known for {env_id}; valid options: {sorted(hook.options)}"
         )
+    hook.check_options(policies, {**hook.options, **problem_kwargs})
     run = Run(
         env_id=env_id,
         env_kwargs=dict(env_kwargs or {}),

@@ -98,10 +98,22 @@ class Scenario:
         names = [f.name for f in fields(cls)]
         for key in overrides:
             check_choice("scenario_overrides key", key, names)
+        if "lam" in overrides:
+            raise ValueError("scenario_overrides['lam'] is invalid: lam is the env's own argument; pass lam=... instead")
         for key in ("fps_choices", "accuracy_choices", "frame_kb", "access_delay_ms"):
             if key in overrides:
-                overrides[key] = tuple(float(x) for x in overrides[key])
+                overrides[key] = _float_tuple(key, overrides[key])
         return replace(cls(), lam=lam, **overrides).validate()
+
+
+def _float_tuple(name: str, value: Any) -> tuple[float, ...]:
+    """A list of numbers as a tuple of floats; anything else raises ValueError naming ``name``."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValueError(f"{name}={value!r} is invalid: expected a list of numbers")
+    try:
+        return tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is invalid: expected a list of numbers") from None
 
 
 # ------------------------------------------------------------------------------------ data loading

@@ -21,6 +21,7 @@ preset keeps the literal MB reading.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +90,12 @@ class Scenario:
         check_choice("workload", self.workload, ("synthetic", "trace"))
         if self.workload == "trace" and not self.trace_path:
             raise ValueError("trace_path=None is invalid with workload='trace': expected the path of a trace CSV")
+        if self.trace_path is not None:
+            if not isinstance(self.trace_path, (str, os.PathLike)) or not os.path.isfile(self.trace_path):
+                raise ValueError(f"trace_path={self.trace_path!r} is invalid: expected the path of an existing trace CSV")
+            if self.workload != "trace":
+                raise ValueError(f"trace_path={self.trace_path!r} is given but workload={self.workload!r} ignores it: "
+                                 "set workload='trace' or drop trace_path")
         check_in_range("burst_prob", self.burst_prob, 0.0, 1.0)
         check_in_range("burst_persistence", self.burst_persistence, 0.0, 1.0)
         check_in_range("ar_coef", self.ar_coef, 0.0, 0.999)

@@ -14,6 +14,7 @@ of every gap; a time-limited exact policy's gap/cost/time are over the instances
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,13 @@ class CoRaiSHook(EvaluationHook):
     episodes_csv = "corais_per_instance.csv"
     options = {"exact_time_limit": 10.0, "reference": "exact"}
 
+    def check_options(self, policies: Sequence[str], options: dict[str, Any]) -> None:
+        reference = options["reference"]
+        if reference != "exact" and reference not in policies:
+            raise ValueError(f"reference={reference!r} must be 'exact' or one of policies={list(policies)}")
+
     def prepare(self, run: Run) -> None:
         reference = run.options["reference"]
-        if reference != "exact" and reference not in run.policies:
-            raise ValueError(f"reference={reference!r} must be 'exact' or one of policies={run.policies}")
         run.state["per_edge"] = {}
         if reference == "exact":
             run.state["reference_policy"] = ExactPolicy(time_limit=run.options["exact_time_limit"])

@@ -1,0 +1,252 @@
+"""Bad input, table-driven: every case must raise the expected exception whose message names the parameter
+(envs), or exit with status 2 and a one-line ``error:`` naming the key, without a traceback and without
+leaving an output folder (train.py, evaluate.py).
+
+The tables: every Scenario field of the four envs against values of the wrong type or far out of range;
+each env's constructor arguments; reset seeds and options; actions of the wrong type; train.py's and
+evaluate.py's keys. Values that a field legitimately accepts are listed in ``ACCEPTS`` with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+import envs  # noqa: F401  (registers the ids)
+from envs.aset.generator import Scenario as ASETScenario
+from envs.corais.generator import Scenario as CoRaiSScenario
+from envs.oinc.generator import Scenario as OINCScenario
+from envs.uec.generator import Scenario as UECScenario
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = str(ROOT / "conf")
+
+#: Small valid constructor kwargs per env (the cases change one thing at a time).
+SMALL: dict[str, dict[str, Any]] = {
+    "UEC-v0": {"scenario": "tiny"},
+    "OINC-v0": {"scenario": "tiny"},
+    "ASET-v0": {"horizon": 3},
+    "CoRaiS-v0": {"scale": "tiny"},
+}
+SCENARIOS = {"UEC-v0": UECScenario, "OINC-v0": OINCScenario, "ASET-v0": ASETScenario, "CoRaiS-v0": CoRaiSScenario}
+BAD_FIELD_VALUES: tuple[Any, ...] = ("x", -1e12, None, [1.0, 2.0, 3.0, 4.0, 5.0])
+#: (env, field) -> values the field accepts, with the reason.
+ACCEPTS: dict[tuple[str, str], tuple[Any, ...]] = {
+    ("UEC-v0", "name"): BAD_FIELD_VALUES,  # a free-text label of the scenario
+    ("OINC-v0", "trace_path"): (None,),  # None = the built-in bursty surrogate workload
+    ("ASET-v0", "name"): BAD_FIELD_VALUES,
+    ("ASET-v0", "fps_choices"): ([1.0, 2.0, 3.0, 4.0, 5.0],),  # five frame rates in (0, 240] are a valid choice
+    ("CoRaiS-v0", "name"): BAD_FIELD_VALUES,
+}
+
+
+def _scenario_cases() -> list[Any]:
+    cases = []
+    for env_id, scenario in SCENARIOS.items():
+        for field in dataclasses.fields(scenario):
+            accepted = ACCEPTS.get((env_id, field.name), ())
+            for value in BAD_FIELD_VALUES:
+                if any(value is a or value == a for a in accepted):
+                    continue
+                cases.append(pytest.param(env_id, field.name, value, id=f"{env_id}-{field.name}-{value!r}"[:80]))
+    return cases
+
+
+@pytest.mark.parametrize(("env_id", "field", "value"), _scenario_cases())
+def test_bad_input__scenario_field(env_id: str, field: str, value: Any):
+    with pytest.raises(ValueError, match=field):
+        gym.make(env_id, **{**SMALL[env_id], "scenario_overrides": {field: value}}).reset(seed=0)
+
+
+#: env id -> (constructor argument, bad value).
+CONSTRUCTOR_CASES: dict[str, list[tuple[str, Any]]] = {
+    "UEC-v0": [("scenario", "nope"), ("scenario", 3), ("instance_seed", -1), ("instance_seed", 1.5),
+               ("instance_seed", "0"), ("resample_instance", "false"), ("resample_instance", "yes"),
+               ("reserved_priority", "maybe"), ("reserved_priority", None), ("render_mode", "human"),
+               ("scenario_overrides", {"no_such_field": 1})],
+    "OINC-v0": [("scenario", "nope"), ("retraining", "nope"), ("retraining", None), ("psi", -1.0), ("psi", "x"),
+                ("observation", "nope"), ("instance_seed", -1), ("instance_seed", "0"), ("resample_instance", "false"),
+                ("drain_max_slots", -5), ("render_mode", "human"), ("scenario_overrides", {"no_such_field": 1})],
+    "ASET-v0": [("topology", "nope"), ("topology", 3), ("lam", -1.0), ("lam", 0.0), ("lam", "x"), ("lam", 1e9),
+                ("instance_seed", -1), ("instance_seed", "0"), ("resample_instance", "false"), ("horizon", 0),
+                ("horizon", 2.5), ("theta", 1.5), ("theta", -0.1), ("obs_layout", "3d"), ("render_mode", "human"),
+                ("scenario_overrides", {"no_such_field": 1})],
+    "CoRaiS-v0": [("scale", "nope"), ("scale", (0, 1, 2)), ("scale", (3, 5, 10)), ("scale", "x-y-z"), ("instance_seed", -1),
+                  ("instance_seed", "0"), ("flat_observation", "false"), ("characteristic", "nope"),
+                  ("scenario_overrides", {"no_such_field": 1})],
+}
+
+
+@pytest.mark.filterwarnings("ignore:.*render_mode='human'.*:UserWarning")  # gym.make's own advisory, then ours
+@pytest.mark.parametrize(
+    ("env_id", "argument", "value"),
+    [pytest.param(e, a, v, id=f"{e}-{a}-{v!r}") for e, cases in CONSTRUCTOR_CASES.items() for a, v in cases],
+)
+def test_bad_input__constructor_argument(env_id: str, argument: str, value: Any):
+    name = "no_such_field" if argument == "scenario_overrides" else argument
+    with pytest.raises(ValueError, match=name):
+        gym.make(env_id, **{**SMALL[env_id], argument: value}).reset(seed=0)
+
+
+RESET_CASES: list[tuple[dict[str, Any], str]] = [
+    ({"seed": -1}, "seed"),
+    ({"options": {"instanse": None}}, "instanse"),
+    ({"options": {"instance": "x"}}, "instance"),
+    ({"options": {"instance": 3}}, "instance"),
+    ({"options": {"resample": True, "typo": 1}}, "typo"),
+]
+
+
+@pytest.mark.parametrize("env_id", list(SMALL))
+@pytest.mark.parametrize(("kwargs", "name"), RESET_CASES, ids=[n + "-" + repr(k)[:30] for k, n in RESET_CASES])
+def test_bad_input__reset(env_id: str, kwargs: dict[str, Any], name: str):
+    env = gym.make(env_id, **SMALL[env_id])
+    with pytest.raises(ValueError, match=name):
+        env.reset(**kwargs)
+
+
+def _bad_actions(env: gym.Env) -> list[Any]:
+    space = env.action_space
+    if isinstance(space, gym.spaces.Discrete):
+        return ["1", 1.5, 2.0, -1, int(space.n), np.array([0, 1]), None, [0]]
+    shape = space.shape
+    return ["1", 1.5, None, np.zeros((*shape[:-1], shape[-1] + 1), dtype=np.int64),
+            np.full(shape, -1, dtype=np.int64), np.zeros(shape, dtype=np.float64) + 0.5]
+
+
+ACTION_CASES = [(env_id, i) for env_id in SMALL for i in range(len(_bad_actions(gym.make(env_id, **SMALL[env_id]))))]
+
+
+@pytest.mark.parametrize(("env_id", "index"), ACTION_CASES)
+def test_bad_input__action(env_id: str, index: int):
+    env = gym.make(env_id, **SMALL[env_id]).unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(_bad_actions(env)[index])
+
+
+@pytest.mark.parametrize("env_id", list(SMALL))
+def test_bad_input__step_before_reset_and_after_the_end(env_id: str):
+    env = gym.make(env_id, **SMALL[env_id]).unwrapped
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(env.action_space.sample())
+    env.reset(seed=0)
+    done = False
+    while not done:
+        mask = getattr(env, "action_masks", None)
+        action = env.action_space.sample(mask=mask().astype(np.int8)) if (
+            mask is not None and isinstance(env.action_space, gym.spaces.Discrete)) else env.action_space.sample()
+        _, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(env.action_space.sample())
+
+
+# ------------------------------------------------------------------------------------------------ train.py
+TRAIN_CASES: list[tuple[str, str]] = [
+    ("steps=-1", "steps"), ("seed=-1", "seed"), ("n_envs=0", "n_envs"), ("threads=0", "threads"),
+    ("checkpoint_freq=0", "checkpoint_freq"), ("eval.episodes=0", "eval.episodes"), ("eval.freq=-1", "eval.freq"),
+    ("eval.seed=-1", "eval.seed"), ("algo.gamma=1.5", "gamma"), ("algo.gamma=0", "gamma"), ("algo.tau=2.0", "tau"),
+    ("algo.tau=0", "tau"), ("algo.batch_size=0", "batch_size"), ("algo.buffer_size=0", "buffer_size"),
+    ("algo.learning_rate=0", "learning_rate"), ("algo.learning_rate=-1e-3", "learning_rate"),
+    ("algo.learning_starts=-1", "learning_starts"), ("algo.train_freq=0", "train_freq"),
+    ("algo.gradient_steps=0", "gradient_steps"), ("algo.target_entropy_ratio=1.5", "target_entropy_ratio"),
+    ("algo.target_entropy_ratio=0", "target_entropy_ratio"), ("algo.batch_size=200000", "batch_size"),
+    ("algo.ent_coef_init=0", "ent_coef_init"),
+]
+DQN_CASES: list[tuple[str, str]] = [
+    ("algo.exploration_fraction=1.5", "exploration_fraction"), ("algo.exploration_final_eps=-0.1", "exploration_final_eps"),
+    ("algo.exploration_initial_eps=2", "exploration_initial_eps"), ("algo.target_update_interval=0", "target_update_interval"),
+    ("algo.batch_size=0", "batch_size"), ("algo.gamma=1.5", "gamma"), ("algo.max_grad_norm=-1", "max_grad_norm"),
+]
+TRAIN_FIT_CASES: list[tuple[list[str], str]] = [
+    (["env=oinc-v0", "algo=dqn"], "algo"), (["env=corais-v0", "algo=sac"], "algo"),
+    (["env=uec-v0", "algo=corais"], "algo"), (["env=oinc-v0", "algo=corais_uec"], "algo"),
+]
+
+
+def _train_cfg(overrides: list[str]):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose("config", overrides=overrides)
+
+
+@pytest.mark.parametrize(("override", "key"), TRAIN_CASES)
+def test_bad_input__train_sac_key(override: str, key: str, tmp_path: Path):
+    import train
+
+    with pytest.raises(ValueError, match=key.split(".")[-1]):
+        train.run(_train_cfg(["env=uec-v0", "algo=sac", f"out={tmp_path / 'runs'}", override]), overrides=[override])
+    assert not (tmp_path / "runs").exists(), "no run folder after a validation error"
+
+
+@pytest.mark.parametrize(("override", "key"), DQN_CASES)
+def test_bad_input__train_dqn_key(override: str, key: str, tmp_path: Path):
+    import train
+
+    with pytest.raises(ValueError, match=key):
+        train.run(_train_cfg(["env=uec-v0", "algo=dqn", f"out={tmp_path / 'runs'}", override]), overrides=[override])
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("overrides", "key"), TRAIN_FIT_CASES)
+def test_bad_input__train_algo_that_does_not_fit_the_env(overrides: list[str], key: str, tmp_path: Path):
+    import train
+
+    with pytest.raises(ValueError, match=key):
+        train.run(_train_cfg([*overrides, f"out={tmp_path / 'runs'}"]), overrides=overrides)
+    assert not (tmp_path / "runs").exists()
+
+
+# --------------------------------------------------------------------------------------------- evaluate.py
+EVALUATE_CASES: list[tuple[list[str], str]] = [
+    (["instances=0"], "instances"), (["episodes=0"], "episodes"), (["seed=-1"], "seed"), (["instances=-3"], "instances"),
+    (["policies=[nope]"], "nope"), (["policies=[]"], "policies"), (["env=oinc-v0", "policies=[nope+aret]"], "nope"),
+    (["env=oinc-v0", "policies=[greedy+nope]"], "nope"), (["env=corais-v0", "policies=[corais_2k]"], "corais_2k"),
+    (["env=aset-v0", "policies=[fastest]"], "fastest"), (["+evaluation_kwargs.no_such_option=1"], "no_such_option"),
+    (["env=corais-v0", "+evaluation_kwargs.reference=nope"], "reference"),
+]
+
+
+def _evaluate_cfg(overrides: list[str]):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose("evaluate", overrides=["progress=false", *overrides])
+
+
+@pytest.mark.parametrize(("overrides", "key"), EVALUATE_CASES)
+def test_bad_input__evaluate_key(overrides: list[str], key: str, tmp_path: Path):
+    import evaluate
+
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=key):
+        evaluate.run(_evaluate_cfg([*overrides, f"out={out}"]))
+    assert not out.exists(), "no output folder after a validation error"
+
+
+# ------------------------------------------------------------------------------------- the command lines
+CLI_CASES: list[tuple[str, list[str], str]] = [
+    ("train.py", ["algo.gamma=1.5"], "gamma"),
+    ("train.py", ["seed=-1"], "seed"),
+    ("train.py", ["out=/proc/edge_sched_gym_not_writable"], "out"),
+    ("evaluate.py", ["instances=0"], "instances"),
+    ("evaluate.py", ["out=/proc/edge_sched_gym_not_writable"], "out"),
+]
+
+
+@pytest.mark.parametrize(("script", "args", "key"), CLI_CASES)
+def test_bad_input__command_line_exits_2_naming_the_key_without_a_traceback(
+        script: str, args: list[str], key: str, tmp_path: Path):
+    out = [] if any(a.startswith("out=") for a in args) else [f"out={tmp_path / 'out'}"]
+    result = subprocess.run([sys.executable, str(ROOT / script), *args, *out, "progress=false"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "error:" in result.stderr and key in result.stderr
+    assert not (tmp_path / "out").exists()
