@@ -1,0 +1,172 @@
+"""Learners against the best non-learning baseline, over training seeds, with rliable's statistics.
+
+    python -m agents.compare "runs=[runs/uec_learners/*]" out=results/uec/learners
+    python -m agents.compare "runs=[runs/a*,runs/b*]" env_id=UEC-v0 episodes=30 \
+        "baselines=[pickconfigs,srs,sumita,cvs,random]" "others=[rescue,rescue_fallback]"
+
+Every run folder (grouped by the algorithm its config.yaml names) and every baseline is evaluated by
+:func:`offline.runner.evaluate` on the same instances and episode seeds (common random numbers; the
+runs' own env kwargs, which must agree). A run's score is its mean ``metric`` divided by the best
+baseline's (the strongest of ``baselines`` on these very episodes), so 1.0 = as good as the best
+baseline. Per algorithm (Agarwal et al., NeurIPS 2021, via rliable): the interquartile mean of the
+runs' scores with a stratified-bootstrap 95 % CI, the mean, and the probability of improvement over the
+best baseline — the chance that a training run of the algorithm beats it (ties count ½), with its CI.
+
+Writes ``<out>/runs.csv`` (one row per run), ``<out>/learners.csv`` (one row per algorithm),
+``<out>/policies.csv`` (the evaluation's summary rows), ``<out>/learners.png`` (IQM with CIs) and
+``<out>/command.txt`` (the command line and the runs' commit-free provenance).
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from agents.cli import run_cli
+
+
+@dataclass
+class CompareConfig:
+    runs: list[str] = field(default_factory=list)  # run folders or glob patterns
+    env_id: str = "UEC-v0"
+    baselines: list[str] = field(default_factory=lambda: ["pickconfigs", "srs", "sumita", "cvs", "random"])
+    others: list[str] = field(default_factory=lambda: ["rescue"])  # evaluated and reported, not a reference
+    metric: str = "profit_mean"  # summary column, higher is better
+    instances: int = 1
+    episodes: int = 30
+    seed: int = 0  # UEC: instance i has instance_seed = seed + i (0 = the default training instance)
+    reps: int = 5000  # bootstrap resamples
+    out: str = "results/compare"
+
+
+def expand_runs(patterns: list[str]) -> list[Path]:
+    """Run folders (with a config.yaml) matched by ``patterns``, sorted; raises if a pattern matches none."""
+    found: list[Path] = []
+    for pattern in patterns:
+        matched = sorted(Path(p) for p in glob.glob(pattern) if (Path(p) / "config.yaml").is_file())
+        if not matched:
+            raise ValueError(f"runs entry {pattern!r} matches no training run folder (a folder with config.yaml)")
+        found += [m for m in matched if m not in found]
+    if not found:
+        raise ValueError("runs is empty: give run folders or glob patterns, e.g. runs=[runs/uec_learners/*]")
+    return found
+
+
+def interval_estimates(scores: dict[str, np.ndarray], reps: int, seed: int = 0) -> dict[str, dict[str, float]]:
+    """IQM with stratified-bootstrap 95 % CIs (rliable) of each algorithm's (runs, 1) score matrix."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    np.random.seed(seed)  # noqa: NPY002 (rliable's bootstrap draws from the global generator)
+    point, ci = rly.get_interval_estimates(scores, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps)
+    return {name: {"iqm": float(point[name][0]), "iqm_lo": float(ci[name][0, 0]), "iqm_hi": float(ci[name][1, 0])}
+            for name in scores}
+
+
+def improvement_over(scores: dict[str, np.ndarray], reference: float, reps: int, seed: int = 0) -> dict[str, dict[str, float]]:
+    """P(a run of the algorithm beats ``reference``) with a bootstrap CI (rliable's probability of improvement)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    np.random.seed(seed)  # noqa: NPY002
+    pairs = {name: (x, np.full_like(x, reference)) for name, x in scores.items()}
+    point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps)
+    return {name: {"p_improvement": float(np.ravel(point[name])[0]), "p_improvement_lo": float(np.ravel(ci[name])[0]),
+                   "p_improvement_hi": float(np.ravel(ci[name])[1])} for name in scores}
+
+
+def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """Evaluate, aggregate and write the tables (see the module docstring); returns the per-algorithm rows."""
+    from agents.loading import resolve_policy
+    from offline.runner import evaluate
+
+    runs = expand_runs(cfg.runs)
+    configs = {run: OmegaConf.load(run / "config.yaml") for run in runs}
+    ids = {str(c.env.id) for c in configs.values()}
+    if ids != {cfg.env_id}:
+        raise ValueError(f"env_id={cfg.env_id!r} but the runs were trained on {sorted(ids)}")
+    kwargs = {str(OmegaConf.to_yaml(c.env.kwargs)) for c in configs.values()}
+    if len(kwargs) != 1:
+        raise ValueError("the runs were trained with different env kwargs; compare runs of one setting at a time")
+    first = next(iter(configs.values()))
+    env_kwargs = OmegaConf.to_container(first.env.kwargs, resolve=True)
+    wrappers = list(first.env.get("wrappers") or [])
+    out = Path(cfg.out)
+    names = [*cfg.baselines, *cfg.others, *map(str, runs)]
+    rows = evaluate(cfg.env_id, env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
+                    out_dir=out / "evaluation", progress=False, resolve=resolve_policy, wrappers=wrappers)
+    value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}
+    best_name = max(cfg.baselines, key=lambda n: value[n])
+    best = value[best_name]
+    per_run = []
+    for run in runs:
+        algo = str(configs[run].algo.name)
+        per_run.append({"algo": algo, "seed": int(configs[run].seed), "run": str(run), cfg.metric: value[str(run)],
+                        "score": value[str(run)] / best,
+                        **{f"vs_{o}": value[str(run)] / value[o] for o in cfg.others if value[o] > 0}})
+    algos = list(dict.fromkeys(r["algo"] for r in per_run))
+    scores = {a: np.array([[r["score"]] for r in per_run if r["algo"] == a]) for a in algos}
+    iqm = interval_estimates(scores, cfg.reps)
+    poi = improvement_over(scores, 1.0, cfg.reps)
+    table = []
+    for a in algos:
+        x = scores[a][:, 0]
+        table.append({"algo": a, "runs": int(x.size), **iqm[a], "mean": float(x.mean()), "min": float(x.min()),
+                      "max": float(x.max()), **poi[a], "best_baseline": best_name, f"best_baseline_{cfg.metric}": best,
+                      "episodes_per_run": cfg.instances * cfg.episodes})
+    _write(out / "runs.csv", per_run)
+    _write(out / "learners.csv", table)
+    _write(out / "policies.csv", rows)
+    _plot(table, best_name, out / "learners.png")
+    (out / "command.txt").write_text("python -m agents.compare " + " ".join(sys.argv[1:]) + "\n")
+    return table
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _plot(table: list[dict[str, Any]], best_name: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 0.6 * len(table) + 1.5))
+    for i, row in enumerate(table):
+        ax.plot([row["iqm_lo"], row["iqm_hi"]], [i, i], color="tab:blue", lw=6, alpha=0.5)
+        ax.plot(row["iqm"], i, "o", color="tab:blue")
+    ax.axvline(1.0, color="tab:red", ls="--", label=f"best baseline ({best_name})")
+    ax.set_yticks(range(len(table)), [f"{r['algo']} ({r['runs']} runs)" for r in table])
+    ax.set_xlabel("IQM of profit / best baseline (95 % stratified-bootstrap CI)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(cfg: CompareConfig) -> None:
+    try:
+        table = compare(cfg)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    for row in table:
+        print(f"{row['algo']:>12}: IQM {row['iqm']:.3f} [{row['iqm_lo']:.3f}, {row['iqm_hi']:.3f}] x {row['best_baseline']}, "
+              f"P(improvement) {row['p_improvement']:.2f} over {row['runs']} runs")
+    print(cfg.out)
+
+
+if __name__ == "__main__":
+    run_cli(main, CompareConfig, __doc__)
