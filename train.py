@@ -258,7 +258,7 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
         raise ValueError(
             f"algo={prepared.spec.name} does not fit {prepared.env['id']}: its observation space is a Dict "
             f"({sorted(env.observation_space.spaces)}), which algo.policy={policy} cannot read "
-            f"(algo.policy=MultiInputPolicy or a flat observation option of the env can); algos built for "
+            f"(algo.policy=MultiInputPolicy or a flat observation option of the env can); algos that fit "
             f"{prepared.env['id']}: {fits}"
         )
     mask_dim = infer_mask_dim(env, prepared.algo.get("mask", "auto")) if prepared.spec.kind == "sb3" else 0
