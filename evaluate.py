@@ -174,8 +174,9 @@ def plot_sweep(name: str, parameter: str, values: list, rows: list[dict], metric
             for v in values:
                 match = [r for r in rows if r["policy"] == policy and r["_value"] == value_label(v)]
                 ys.append(match[0].get(metric, float("nan")) if match else float("nan"))
-                ci = metric.replace("_mean", "_ci95")
-                errs.append(match[0].get(ci, 0.0) if match and ci != metric else 0.0)
+                ci = next((c for c in (f"{metric}_ci95", metric.replace("_mean", "_ci95")) if c != metric
+                           and match and c in match[0]), None)  # competitive_ratio_ci95 or profit_ci95
+                errs.append(match[0][ci] if ci else 0.0)
             ax.errorbar(positions, ys, yerr=errs, marker="o", capsize=3, label=Path(policy).name)
         if not numeric:
             ax.set_xticks(positions, [value_label(v) for v in values], rotation=20)
