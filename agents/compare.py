@@ -6,7 +6,8 @@
 
 Every run folder (grouped by the algorithm its config.yaml names) and every baseline is evaluated by
 :func:`offline.runner.evaluate` on the same instances and episode seeds (common random numbers; the
-runs' own env kwargs, which must agree). A run's score is its mean ``metric`` divided by the best
+runs' own env kwargs, which must agree; runs of one algorithm at several budgets form one group per
+budget). A run's score is its mean ``metric`` divided by the best
 baseline's (the strongest of ``baselines`` on these very episodes), so 1.0 = as good as the best
 baseline. Per algorithm (Agarwal et al., NeurIPS 2021, via rliable): the interquartile mean of the
 runs' scores with a stratified-bootstrap 95 % CI, the mean, and the probability of improvement over the
@@ -105,10 +106,16 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}
     best_name = max(cfg.baselines, key=lambda n: value[n])
     best = value[best_name]
+    budgets: dict[str, set[int]] = {}
+    for c in configs.values():
+        budgets.setdefault(str(c.algo.name), set()).add(int(c.steps))
     per_run = []
     for run in runs:
         algo = str(configs[run].algo.name)
-        per_run.append({"algo": algo, "seed": int(configs[run].seed), "run": str(run), cfg.metric: value[str(run)],
+        if len(budgets[algo]) > 1:  # the same algorithm at several budgets: one group per budget
+            algo = f"{algo} ({int(configs[run].steps)} steps)"
+        per_run.append({"algo": algo, "seed": int(configs[run].seed), "run": str(run), "steps": int(configs[run].steps),
+                        cfg.metric: value[str(run)],
                         "score": value[str(run)] / best,
                         **{f"vs_{o}": value[str(run)] / value[o] for o in cfg.others if value[o] > 0}})
     algos = list(dict.fromkeys(r["algo"] for r in per_run))
