@@ -365,6 +365,12 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._arrival_devices = devices
         self._duration_u = self.np_random.random(slots.size)
         self._obs_table = self._episode_observations(slots, devices)
+        # the "mask" rule at every arrival (info["safe_action_mask"]), kept current by _accept like the mask
+        safe = np.zeros((slots.size + 1, self._num_actions), np.int8)
+        safe[:, 0] = 1
+        limits = self.instance.free_block_limits[slots]
+        safe[:-1, 1:] = (limits[:, :, None] >= self._max_duration).reshape(slots.size, -1)
+        self._safe_table = safe
 
     def _episode_observations(self, slots: np.ndarray, devices: np.ndarray) -> np.ndarray:
         """(N + 1, n) the observation at each of the episode's N arrivals as if no retraining task were
@@ -416,6 +422,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         table[busy_rows, srv + 2] = np.minimum((slots[busy_rows] - start) * self._inv_duration_scale, 1.0)
         table[busy_rows, srv + 4] = 0.0
         table[busy_rows, mask_cols] = 0.0
+        safe_cols = slice(1 + server * inst.num_profiles, 1 + (server + 1) * inst.num_profiles)
+        self._safe_table[busy_rows, safe_cols] = 0
         reduction = dynamics.block_slack_reduction(pairs, cum, start, duration)
         if np.count_nonzero(reduction):
             st.pair_slack[server] -= reduction
@@ -423,6 +431,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
                 limits = dynamics.max_feasible_block(pairs, st.pair_slack[server], cum, slots[first_free:])
                 st.block_limits[first_free:, server] = limits
                 table[first_free:-1, srv + 4] = np.minimum(limits * self._inv_duration_scale, 1.0)
+                self._safe_table[first_free:-1, safe_cols] = limits[:, None] >= self._max_duration
                 if self.reserved_priority == "mask":
                     table[first_free:-1, mask_cols] = limits[:, None] >= self._max_duration
         if np.count_nonzero(self._reserved_work[start:free_from, server]):  # reserved work would run in the block
@@ -444,17 +453,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     def _observe(self) -> tuple[np.ndarray, dict[str, Any]]:
         st = self._state
         obs = self._obs_table[st.decision].copy()
-        mask = obs[self._mask_start :].astype(np.int8)
-        safe = mask
-        if st.decision < self._arrival_slots.size:
-            device = int(self._arrival_devices[st.decision])
-            if self.reserved_priority == "preempt":  # the "mask" rule, given as information
-                limits = st.block_limits[st.decision]
-                safe = mask.copy()
-                safe[1:] &= (limits[:, None] >= self._max_duration).reshape(-1).astype(np.int8)
-        else:
-            device = -1
-        return obs, {"action_mask": mask, "safe_action_mask": safe, "time": st.time, "device": device}
+        device = int(self._arrival_devices[st.decision]) if st.decision < self._arrival_slots.size else -1
+        return obs, {"action_mask": obs[self._mask_start :].astype(np.int8),
+                     "safe_action_mask": self._safe_table[st.decision].copy(), "time": st.time, "device": device}
 
     def _episode_summary(self) -> dict[str, Any]:
         """End-of-episode metrics, including an independent EDF audit of the reserved tasks."""

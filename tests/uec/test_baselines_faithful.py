@@ -87,3 +87,24 @@ def test_uec_rescue_fallback__agrees_with_rescue_unless_the_drawn_server_is_busy
             obs, _, terminated, truncated, info = env.step(ours)
             done = terminated or truncated
     assert differed > 0, "the fallback never fired: the test would not see a wrong one"
+
+
+@pytest.mark.parametrize("mode", ["preempt", "mask"])
+def test_uec_v0__safe_action_mask_is_the_mask_rule_on_the_current_state(mode):
+    """info["safe_action_mask"] = idle server and longest feasible block ≥ the profile's longest duration,
+    at every decision, whatever was accepted before (the env keeps it current as it does the mask)."""
+    env = gym.make("UEC-v0", reserved_priority=mode).unwrapped
+    rng = np.random.default_rng(0)
+    for seed in range(4):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            state = env._state
+            expected = info["action_mask"].copy()
+            expected[1:] &= (state.block_limits[state.decision][:, None] >= env._max_duration).reshape(-1).astype(np.int8)
+            np.testing.assert_array_equal(info["safe_action_mask"], expected)
+            assert info["safe_action_mask"].dtype == np.int8 and info["safe_action_mask"][0] == 1
+            if mode == "mask":
+                np.testing.assert_array_equal(info["safe_action_mask"], info["action_mask"])
+            feasible = np.flatnonzero(info["action_mask"])
+            _, _, done, _, info = env.step(int(rng.choice(feasible)))
