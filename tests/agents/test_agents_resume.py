@@ -5,13 +5,12 @@ from __future__ import annotations
 import csv
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import interrupt_training
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -37,20 +36,10 @@ def eval_steps(run_dir: Path) -> list[int]:
 
 
 def test_resume__sigterm_saves_model_checkpoint_and_buffer_then_resume_continues_the_same_logs(tmp_path):
-    proc = subprocess.Popen([sys.executable, "train.py", "env=uec-v0", "algo=sac", "steps=100000",
-                             f"out={tmp_path}", *SMALL], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    lines = []
-    deadline = time.monotonic() + 120
-    for line in proc.stdout:  # wait for the evaluation after learning started (step 151)
-        lines.append(line)
-        if "step 151:" in line or time.monotonic() > deadline:
-            break
-    proc.send_signal(signal.SIGTERM)
-    rest, _ = proc.communicate(timeout=120)
-    output = "".join(lines) + rest
-    assert proc.returncode == 143, output
+    # wait for the evaluation after learning started (step 151), then stop it as a scheduler would
+    code, output = interrupt_training(["env=uec-v0", "algo=sac", "steps=100000", f"out={tmp_path}", *SMALL],
+                                      marker="step 151:", signum=signal.SIGTERM)
+    assert code == 143, output
     run_dir = next(tmp_path.glob("uec-v0__sac__0__*"))
     assert "interrupted by SIGTERM" in output and f"resume={run_dir}" in output
     checkpoint, stopped_at = latest_checkpoint(run_dir)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import interrupt_training
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
@@ -80,18 +80,10 @@ def test_train__loaded_run_is_a_policy_that_only_takes_feasible_actions(smoke_ru
 
 
 def test_train__sigint_saves_a_checkpoint_and_flushes_the_logs(tmp_path):
-    proc = train_cli(["env=uec-v0", "algo=sac", "steps=1000000", f"out={tmp_path}", *SMALL, *NO_REFERENCE])
-    assert proc.stdout is not None
-    lines = []
-    deadline = time.monotonic() + 240
-    for line in proc.stdout:  # wait until training is under way (first evaluation after learning starts)
-        lines.append(line)
-        if "step 15" in line or time.monotonic() > deadline:
-            break
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
-    output = "".join(lines) + rest
-    assert proc.returncode == 130, output
+    # wait until training is under way (first evaluation after learning starts)
+    code, output = interrupt_training(["env=uec-v0", "algo=sac", "steps=1000000", f"out={tmp_path}", *SMALL,
+                                       *NO_REFERENCE], marker="step 15", signum=signal.SIGINT, wait_s=240)
+    assert code == 130, output
     run_dir = next(tmp_path.glob("uec-v0__sac__*"))
     checkpoints = list((run_dir / "checkpoints").glob("model_interrupted_*_steps.zip"))
     assert checkpoints and (run_dir / "model.zip").is_file(), output
