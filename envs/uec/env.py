@@ -348,22 +348,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     def _draw_episode(self) -> None:
         """Draw the arrivals of every slot and one uniform per arrival for its duration, then build the
         parts of each arrival's observation that do not depend on the servers' state."""
-        inst = self.instance
-        horizon = inst.horizon
-        if not self._arrival_total.any():
-            raise ValueError(f"{inst.describe()} has no arrival probability in any slot")
-        for _ in range(_MAX_REDRAWS):
-            u = self.np_random.random(horizon)
-            device = (u[:, None] >= self._arrival_cdf).sum(axis=1)
-            slots = np.flatnonzero(device < inst.num_devices)
-            if slots.size:
-                break
-        else:
-            raise ValueError(f"no arrival in {_MAX_REDRAWS} redraws of an episode of {inst.describe()}")
-        devices = device[slots]
+        slots, devices, self._duration_u = self._draw_arrivals()
         self._arrival_slots = slots
         self._arrival_devices = devices
-        self._duration_u = self.np_random.random(slots.size)
         self._obs_table = self._episode_observations(slots, devices)
         # the "mask" rule at every arrival (info["safe_action_mask"]), kept current by _accept like the mask
         safe = np.zeros((slots.size + 1, self._num_actions), np.int8)
@@ -371,6 +358,23 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         limits = self.instance.free_block_limits[slots]
         safe[:-1, 1:] = (limits[:, :, None] >= self._max_duration).reshape(slots.size, -1)
         self._safe_table = safe
+
+    def _draw_arrivals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The episode's randomness from ``np_random``: the arrival slots, their devices and one uniform
+        per arrival for its duration (redrawn until some task arrives). Also used by
+        ``envs.uec.vector.UECVectorEnv``, so that its sub-envs draw exactly what this env draws."""
+        inst = self.instance
+        if not self._arrival_total.any():
+            raise ValueError(f"{inst.describe()} has no arrival probability in any slot")
+        for _ in range(_MAX_REDRAWS):
+            u = self.np_random.random(inst.horizon)
+            device = (u[:, None] >= self._arrival_cdf).sum(axis=1)
+            slots = np.flatnonzero(device < inst.num_devices)
+            if slots.size:
+                break
+        else:
+            raise ValueError(f"no arrival in {_MAX_REDRAWS} redraws of an episode of {inst.describe()}")
+        return slots, device[slots], self.np_random.random(slots.size)
 
     def _episode_observations(self, slots: np.ndarray, devices: np.ndarray) -> np.ndarray:
         """(N + 1, n) the observation at each of the episode's N arrivals as if no retraining task were
