@@ -10,6 +10,7 @@ project is installed.
 | OINC-v0     | joint inference scheduling and retraining across edges              | OINC   |
 | ASET-v0     | picking one of seven static stream-scheduling policies per time window     | ASET   |
 | CoRaiS-v0   | dispatching a batch of requests to cooperating heterogeneous edges  | CoRaiS |
+| CoRaiS-v1   | CoRaiS-v0 with backlogs scaled to replicas and load (non-trivial optima) | CoRaiS |
 
 The top-level names ``envs``, ``offline`` and ``agents`` are generic; a different package named
 ``envs`` (there is one on the public index) is told apart by :data:`SUITE`, which ``offline`` checks
@@ -26,6 +27,7 @@ SUITE = "edge-sched-gym"
 register_problem(Problem(
     env_id="UEC-v0",
     entry_point="envs.uec.env:UECEnv",
+    vector_entry_point="envs.uec.vector:UECVectorEnv",
     config="uec-v0",
     policies="offline.uec",
     evaluation="offline.uec.evaluation:HOOK",
@@ -54,6 +56,14 @@ register_problem(Problem(
     config="corais-v0",
     policies="offline.corais",
     evaluation="offline.corais.evaluation:HOOK",
+    presets="envs.corais.generator:PRESETS",
+))
+register_problem(Problem(
+    env_id="CoRaiS-v1",
+    entry_point="envs.corais.env:CoRaiSEnvV1",
+    config="corais-v1",
+    policies="offline.corais",
+    evaluation="offline.corais.evaluation:HOOK_V1",
     presets="envs.corais.generator:PRESETS",
 ))
 
