@@ -1,11 +1,12 @@
-"""CoRaiS-v0: batch dispatch of requests to cooperating heterogeneous edges (Hu et al., IEEE IoT-J 2024).
+"""CoRaiS-v0 / CoRaiS-v1: batch dispatch of requests to cooperating heterogeneous edges (Hu et al., IEEE
+IoT-J 2024). v1 differs only in its default instance distribution (backlogs scaled to replicas and load).
 
 Modules: types (Instance, Backlog, CostTables), generator (Scenario, presets, generate), dynamics (the
-cost model, batched in numpy and torch), env (CoRaiSEnv).
+cost model, batched in numpy and torch), env (CoRaiSEnv, CoRaiSEnvV1).
 """
 
-from envs.corais.env import CoRaiSEnv
+from envs.corais.env import CoRaiSEnv, CoRaiSEnvV1
 from envs.corais.generator import PRESETS, Scenario, generate
 from envs.corais.types import Instance
 
-__all__ = ["PRESETS", "CoRaiSEnv", "Instance", "Scenario", "generate"]
+__all__ = ["PRESETS", "CoRaiSEnv", "CoRaiSEnvV1", "Instance", "Scenario", "generate"]

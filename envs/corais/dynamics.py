@@ -104,6 +104,35 @@ def _edge_times(xp: Any, workload: Any, local_cmp: Any, in_cmp: Any, trn_max: An
     return xp.maximum(c_local, s_in) + c_in + o_out
 
 
+def edge_times_from_aggregates(
+    workload: np.ndarray, local_cmp: np.ndarray, in_cmp: np.ndarray, trn_max: np.ndarray, res_max: np.ndarray
+) -> np.ndarray:
+    """T_j from per-edge aggregates of the new requests (numpy; broadcasts like ``_edge_times``).
+
+    ``local_cmp`` / ``in_cmp``: summed compute of the local / transferred-in new requests on each edge;
+    ``trn_max`` / ``res_max``: their longest input / result transfer (0 for none). The incremental
+    heuristics (``offline.corais.greedy``) call this, so they use the same formula as ``response_times``.
+    """
+    return _edge_times(np, workload, local_cmp, in_cmp, trn_max, res_max)
+
+
+def backlog_times(workload: np.ndarray) -> np.ndarray:
+    """T_j with no new request (..., Q): what each edge needs for its backlog alone."""
+    zeros = np.zeros(np.shape(workload)[:-1])
+    return _edge_times(np, np.asarray(workload), zeros, zeros, zeros, zeros)
+
+
+def backlog_bound(instance_or_tables: Instance | CostTables) -> float:
+    """The backlog-only lower bound max_j T_j(no new request) <= R(pi) for every dispatch pi.
+
+    Every term of T_j only grows when requests are added, so no dispatch finishes before the slowest
+    backlog. An instance whose optimum equals this bound is *trivial*: any dispatch that keeps every edge
+    below the straggler is optimal.
+    """
+    tables = instance_or_tables.tables if isinstance(instance_or_tables, Instance) else instance_or_tables
+    return float(backlog_times(tables.workload).max())
+
+
 def stack_tables(tables: Sequence[CostTables]) -> CostTables:
     """Stack the tables of several instances of one scale along a new leading batch axis."""
     return CostTables(

@@ -12,6 +12,7 @@ from envs.common.validation import check_bool, check_choice, check_reset_options
 from envs.corais.dynamics import response_times
 from envs.corais.generator import (
     CHARACTERISTICS,
+    V1_DEFAULTS,
     Scenario,
     characteristic_instance,
     edge_features,
@@ -28,7 +29,12 @@ def observation_bounds(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
     c, d_hi = scenario.coord_max, scenario.data_size[1]
     a_hi, b_hi = scenario.coef_a[1], scenario.coef_b[1]
     m_lo, m_hi = scenario.replicas
-    backlog_cmp = scenario.backlog_max * (a_hi * d_hi + b_hi) / m_lo
+    if scenario.backlog == "uniform":
+        backlog_cmp = scenario.backlog_max * (a_hi * d_hi + b_hi) / m_lo
+    else:  # "load": every backlog compute time <= the edge's backlog-only time <= backlog_load * L
+        d_mean = 0.5 * (scenario.data_size[0] + d_hi)
+        level_max = scenario.num_requests * (a_hi * d_mean + b_hi) / (scenario.num_region * m_lo)
+        backlog_cmp = scenario.backlog_load * level_max
     transfer = scenario.mu * d_hi * c * np.sqrt(2.0)
     edge = np.array([c, c, a_hi, b_hi, m_hi, backlog_cmp, transfer, backlog_cmp, transfer, transfer])
     request = np.array([c, c, d_hi, c, c, d_hi])
@@ -85,7 +91,8 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     - ``scale``: (N, Q, Z) or a preset name from ``envs.corais.generator.PRESETS`` ("10-5-100", "tiny",
       every paper scale "N-Q-Z"); default (10, 5, 100).
     - ``scenario_overrides``: dict of ``Scenario`` fields (``replicas``, ``coef_a``, ``coef_b``,
-      ``backlog_max``, ``data_size``, ``mu``, ``coord_max``).
+      ``backlog_max``, ``data_size``, ``mu``, ``coord_max``, ``backlog`` ("uniform" | "load"),
+      ``backlog_load``).
     - ``instance_seed``: a non-negative int, or None (default): no fixed instance; every reset draws the
       instance from ``np_random``, so ``reset(seed=s)`` always gives the same instance (as in every env of
       the suite). If set, the env always serves the instance drawn from it.
@@ -97,9 +104,16 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     - v0: initial version (cost model reconstructed in design/corais.md). Later, without a new id (no
       default and no valid call changes): unknown reset options, a negative ``instance_seed`` or reset
       seed, a non-bool ``flat_observation`` and float actions raise ValueError.
+    - v1 (``CoRaiSEnvV1``): same dynamics, cost and spaces; the default instance distribution draws
+      backlogs with the "load" model (``envs.corais.generator.V1_DEFAULTS``): each edge's backlog compute
+      time is U[0, 1] x the batch's fluid level, so queues scale with replicas and load and the optimum
+      exceeds the backlog-only bound on almost every instance (v0: on 0-55 % depending on the scale).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    #: The registered id and the Scenario defaults that distinguish this version.
+    env_id: ClassVar[str] = "CoRaiS-v0"
+    scenario_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(
         self,
@@ -115,7 +129,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             if parse_scale(scale) != (5, 5, z):
                 raise ValueError(f"scale={scale!r} is invalid with characteristic: expected (5, 5, Z)")
         self.characteristic = characteristic
-        self.scenario = make_scenario(scale, **dict(scenario_overrides or {}))
+        self.scenario = make_scenario(scale, **{**self.scenario_defaults, **dict(scenario_overrides or {})})
         _, q, z = self.scenario.scale
         self.flat_observation = check_bool("flat_observation", flat_observation)
         edge_high, request_high = observation_bounds(self.scenario)
@@ -193,7 +207,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self.instance is None or self._done:
-            raise RuntimeError("call reset() before step(): CoRaiS-v0 episodes are one dispatch long")
+            raise RuntimeError(f"call reset() before step(): {self.env_id} episodes are one dispatch long")
         act = self.validate_action(action)
         cost, times = response_times(self.instance.tables, act[None, :])
         self._done = True
@@ -205,3 +219,10 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "scale": self.scenario.scale,
         }
         return self._observation(), -float(cost[0]), True, False, info
+
+
+class CoRaiSEnvV1(CoRaiSEnv):
+    """CoRaiS-v1: CoRaiSEnv with backlogs that scale with replicas and load (see Version History)."""
+
+    env_id: ClassVar[str] = "CoRaiS-v1"
+    scenario_defaults: ClassVar[dict[str, Any]] = dict(V1_DEFAULTS)

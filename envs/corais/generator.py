@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.common.validation import check_in_range, check_interval
-from envs.corais.dynamics import cost_tables, workload_features
+from envs.common.validation import check_choice, check_in_range, check_interval
+from envs.corais.dynamics import backlog_times, cost_tables, workload_features
 from envs.corais.types import Backlog, Instance
 
 #: Largest supported scale (the paper's largest is (2000, 1000, 15000)).
@@ -38,6 +38,13 @@ LARGE_SCALES: tuple[tuple[int, int, int], ...] = (
     (2000, 1000, 10000),
     (2000, 1000, 15000),
 )
+#: How backlogs are drawn: "uniform" (CoRaiS-v0, the paper's reading: counts U{0..backlog_max} whatever the
+#: edge or the load) and "load" (CoRaiS-v1: each edge's backlog compute time is a random share of the
+#: batch's fluid level, so queue lengths scale with the edge's replicas and the batch's load).
+BACKLOG_MODELS: tuple[str, ...] = ("uniform", "load")
+#: Scenario fields of CoRaiS-v1 that differ from CoRaiS-v0 (design in README, "CoRaiS-v1").
+V1_DEFAULTS: dict[str, Any] = {"backlog": "load", "backlog_load": 1.0}
+
 #: Named presets: "N-Q-Z" for every paper scale, plus "tiny" (brute-forceable) for tests.
 PRESETS: dict[str, tuple[int, int, int]] = {
     f"{n}-{q}-{z}": (n, q, z) for (n, q, z) in TRAINING_SCALES + GENERALISATION_SCALES + LARGE_SCALES
@@ -56,9 +63,11 @@ class Scenario:
     replicas: tuple[int, int] = (1, 10)  # m_j ~ U{lo..hi}
     coef_a: tuple[float, float] = (0.1, 1.0)
     coef_b: tuple[float, float] = (0.1, 1.0)
-    backlog_max: int = 8  # |Q^L_j|, |Q^I_j| ~ U{0..backlog_max}
+    backlog_max: int = 8  # backlog="uniform": |Q^L_j|, |Q^I_j| ~ U{0..backlog_max}
     data_size: tuple[float, float] = (0.0, 1.0)  # d, o ~ U[lo, hi] (new and backlog requests)
     mu: float = 1.0
+    backlog: str = "uniform"  # "uniform" (v0) or "load" (v1: backlog time ~ U[0, backlog_load] x fluid level)
+    backlog_load: float = 1.0  # backlog="load": the largest backlog compute time, in units of the fluid level L
 
     def __post_init__(self) -> None:
         check_in_range("num_edges (N)", self.num_edges, 1, MAX_EDGES, integer=True)
@@ -76,6 +85,8 @@ class Scenario:
         check_in_range("backlog_max", self.backlog_max, 0, 10_000, integer=True)
         object.__setattr__(self, "data_size", check_interval("data_size", self.data_size, 0.0, 1e6))
         check_in_range("mu", self.mu, 0.0, 1e6)
+        check_choice("backlog", self.backlog, BACKLOG_MODELS)
+        check_in_range("backlog_load", self.backlog_load, 0.0, 100.0)
 
     @property
     def scale(self) -> tuple[int, int, int]:
@@ -123,20 +134,10 @@ def generate(scenario: Scenario, rng: np.random.Generator) -> Instance:
     coef_a = rng.uniform(*scenario.coef_a, size=q)
     coef_b = rng.uniform(*scenario.coef_b, size=q)
 
-    counts = rng.integers(0, scenario.backlog_max + 1, size=(q, 2))  # column 0: Q^L, column 1: Q^I
-    edge = np.concatenate([np.repeat(np.arange(q), counts[:, 0]), np.repeat(np.arange(q), counts[:, 1])])
-    transferred = np.concatenate([np.zeros(counts[:, 0].sum(), bool), np.ones(counts[:, 1].sum(), bool)])
-    k = edge.size
-    # a transferred-in request comes from another region edge
-    other = (edge + 1 + rng.integers(0, q - 1, size=k)) % q if q > 1 else edge.copy()
-    backlog = Backlog(
-        edge=edge.astype(np.int64),
-        transferred=transferred,
-        src=np.where(transferred, other, edge).astype(np.int64),
-        pred=rng.integers(0, n, size=k).astype(np.int64),
-        d=rng.uniform(*scenario.data_size, size=k),
-        o=rng.uniform(*scenario.data_size, size=k),
-    )
+    if scenario.backlog == "uniform":
+        backlog = uniform_backlog(scenario, coords, q, rng)
+    else:
+        backlog = load_backlog(scenario, coords, replicas, coef_a, coef_b, rng)
     workload = workload_features(coords, replicas, coef_a, coef_b, scenario.mu, backlog)
 
     req_src = rng.integers(0, q, size=z).astype(np.int64)
@@ -145,6 +146,93 @@ def generate(scenario: Scenario, rng: np.random.Generator) -> Instance:
     req_o = rng.uniform(*scenario.data_size, size=z)
     return build_instance(
         coords, replicas, coef_a, coef_b, scenario.mu, backlog, req_src, req_pred, req_d, req_o, workload
+    )
+
+
+def uniform_backlog(scenario: Scenario, coords: np.ndarray, q: int, rng: np.random.Generator) -> Backlog:
+    """The "uniform" backlog model (CoRaiS-v0): |Q^L_j|, |Q^I_j| ~ U{0..backlog_max} per region edge."""
+    n = coords.shape[0]
+    counts = rng.integers(0, scenario.backlog_max + 1, size=(q, 2))  # column 0: Q^L, column 1: Q^I
+    edge = np.concatenate([np.repeat(np.arange(q), counts[:, 0]), np.repeat(np.arange(q), counts[:, 1])])
+    transferred = np.concatenate([np.zeros(counts[:, 0].sum(), bool), np.ones(counts[:, 1].sum(), bool)])
+    k = edge.size
+    # a transferred-in request comes from another region edge
+    other = (edge + 1 + rng.integers(0, q - 1, size=k)) % q if q > 1 else edge.copy()
+    return Backlog(
+        edge=edge.astype(np.int64),
+        transferred=transferred,
+        src=np.where(transferred, other, edge).astype(np.int64),
+        pred=rng.integers(0, n, size=k).astype(np.int64),
+        d=rng.uniform(*scenario.data_size, size=k),
+        o=rng.uniform(*scenario.data_size, size=k),
+    )
+
+
+def fluid_level(scenario: Scenario, replicas: np.ndarray, coef_a: np.ndarray, coef_b: np.ndarray) -> float:
+    """L = Z / sum_j m_j / f_j(d_mean): the time the Q edges need for the batch if it were spread
+    perfectly in proportion to their speeds (mean request size, no backlog, no transfers)."""
+    d_mean = 0.5 * (scenario.data_size[0] + scenario.data_size[1])
+    speed = replicas / np.maximum(coef_a * d_mean + coef_b, 1e-12)  # requests per unit time
+    return scenario.num_requests / float(speed.sum())
+
+
+def load_backlog(
+    scenario: Scenario,
+    coords: np.ndarray,
+    replicas: np.ndarray,
+    coef_a: np.ndarray,
+    coef_b: np.ndarray,
+    rng: np.random.Generator,
+) -> Backlog:
+    """The "load" backlog model (CoRaiS-v1).
+
+    Each region edge j gets a target tau_j = u_j * L, u_j ~ U[0, backlog_load], L = ``fluid_level`` (the
+    batch's load per unit of the region's capacity). Candidate backlog requests are drawn as in v0 (Q^L or
+    Q^I with probability 1/2, a Q^I source among the other region edges, predicted edge ~ U[N], d, o ~
+    ``data_size``) and queued while the edge's backlog-only time T_j (the one formula,
+    ``dynamics.backlog_times``: compute / m_j plus pending transfers and result transfers) stays <= tau_j.
+    Queues therefore grow with the edge's replicas and speed and with the batch's load, and no edge's
+    backlog alone takes longer than backlog_load * L.
+    """
+    n, q = coords.shape[0], replicas.shape[0]
+    level = fluid_level(scenario, replicas, coef_a, coef_b)
+    tau = rng.uniform(0.0, scenario.backlog_load, size=q) * level
+    d_min = max(scenario.data_size[0], 0.0)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for j in range(q):
+        f_min = (coef_a[j] * d_min + coef_b[j]) / replicas[j]
+        k = int(min(tau[j] / max(f_min, 1e-9), 100_000)) + 1  # more candidates than can fit
+        transferred = rng.random(k) < 0.5
+        src = (j + 1 + rng.integers(0, q - 1, size=k)) % q if q > 1 else np.full(k, j)
+        src = np.where(transferred, src, j)
+        pred = rng.integers(0, n, size=k)
+        d = rng.uniform(*scenario.data_size, size=k)
+        o = rng.uniform(*scenario.data_size, size=k)
+        compute = (coef_a[j] * d + coef_b[j]) / replicas[j]
+        trn = scenario.mu * d * np.linalg.norm(coords[src] - coords[j], axis=1)
+        res = scenario.mu * o * np.linalg.norm(coords[j] - coords[pred], axis=1)
+        prefix = np.stack(
+            [
+                np.cumsum(np.where(transferred, 0.0, compute)),
+                np.maximum.accumulate(np.where(transferred, trn, 0.0)),
+                np.cumsum(np.where(transferred, compute, 0.0)),
+                np.maximum.accumulate(np.where(transferred, 0.0, res)),
+                np.maximum.accumulate(np.where(transferred, res, 0.0)),
+            ],
+            axis=1,
+        )
+        fits = int(np.sum(backlog_times(prefix) <= tau[j]))  # T_j of a prefix grows with its length
+        keep = slice(0, fits)
+        parts.append((np.full(fits, j), transferred[keep], src[keep], pred[keep], d[keep], o[keep]))
+    edge, transferred, src, pred, d, o = (np.concatenate([p[i] for p in parts]) for i in range(6))
+    order = np.argsort(transferred, kind="stable")  # Q^L first, as in v0
+    return Backlog(
+        edge=edge[order].astype(np.int64),
+        transferred=transferred[order].astype(bool),
+        src=src[order].astype(np.int64),
+        pred=pred[order].astype(np.int64),
+        d=d[order].astype(np.float64),
+        o=o[order].astype(np.float64),
     )
 
 

@@ -1,6 +1,7 @@
-"""CoRaiS-v0 non-learning policies, the exact MILP (HiGHS) and the evaluation hook.
+"""CoRaiS non-learning policies, the exact MILP (HiGHS) and the evaluation hooks.
 
-Importing this package registers for ``CoRaiS-v0`` (``offline.registry``; ``offline.corais.policies``):
+Importing this package registers for ``CoRaiS-v0`` and ``CoRaiS-v1`` (``offline.registry``;
+``offline.corais.policies``):
 
 | name                                   | policy                                                        |
 |----------------------------------------|---------------------------------------------------------------|
@@ -9,12 +10,15 @@ Importing this package registers for ``CoRaiS-v0`` (``offline.registry``; ``offl
 | local                                  | every request at its source edge                              |
 | predicted                              | at its predicted edge if that is in the region, else source   |
 | random1, random100, random500, random1k | best of k uniform dispatches (kwarg ``samples``)             |
+| list_greedy                            | requests by decreasing size, each to the earliest-completing edge |
+| list_greedy_ls                         | list_greedy, then move/swap local search (``greedy``)         |
 
 All of them read the instance (``env.unwrapped.instance``) and act through ``env.step``. The learned
 attention dispatcher (``corais_greedy``, ``corais_10`` ... ``corais_1k``) is registered by
 ``agents.corais`` and resolved by ``agents.loading.resolve_policy``.
 
-Modules: ``milp`` (:func:`solve_exact`, :func:`build_milp`), ``policies`` (the policies above),
+Modules: ``milp`` (:func:`solve_exact`, :func:`build_milp`), ``greedy`` (:func:`list_greedy`,
+:func:`local_search`), ``policies`` (the policies above),
 ``evaluation`` (``HOOK`` for :func:`offline.runner.evaluate`: the paper's Gap-M against the exact
 solver with a 10 s limit, ``exact_time_limit`` changes it, e.g. for CPU tests; ``evaluate_policies``).
 """
@@ -22,11 +26,14 @@ solver with a 10 s limit, ``exact_time_limit`` changes it, e.g. for CPU tests; `
 from __future__ import annotations
 
 from offline.corais import policies  # noqa: F401  (registers the policies)
-from offline.corais.evaluation import DEFAULT_EVALUATION, HOOK, evaluate_policies
+from offline.corais.evaluation import DEFAULT_EVALUATION, HOOK, HOOK_V1, evaluate_policies
+from offline.corais.greedy import list_greedy, list_greedy_ls, local_search
 from offline.corais.milp import SolveResult, build_milp, solve_exact
 from offline.corais.policies import (
     ENV_ID,
+    ENV_IDS,
     ExactPolicy,
+    ListGreedyPolicy,
     LocalPolicy,
     PredictedPolicy,
     RandomBestPolicy,
@@ -39,8 +46,11 @@ from offline.corais.policies import (
 __all__ = [
     "DEFAULT_EVALUATION",
     "ENV_ID",
+    "ENV_IDS",
     "HOOK",
+    "HOOK_V1",
     "ExactPolicy",
+    "ListGreedyPolicy",
     "LocalPolicy",
     "PredictedPolicy",
     "RandomBestPolicy",
@@ -48,7 +58,10 @@ __all__ = [
     "best_of_random",
     "build_milp",
     "evaluate_policies",
+    "list_greedy",
+    "list_greedy_ls",
     "local_dispatch",
+    "local_search",
     "predicted_dispatch",
     "reference_costs",
     "solve_exact",

@@ -1,4 +1,5 @@
-"""CoRaiS-v0's evaluation hook for :func:`offline.runner.evaluate` (contract 3): the paper's Gap-M.
+"""CoRaiS's evaluation hooks for :func:`offline.runner.evaluate` (contract 3): the paper's Gap-M, with
+the honest columns (``HOOK`` for CoRaiS-v0, ``HOOK_V1`` for CoRaiS-v1).
 
 Each of the ``instances`` instances (reset seeds ``seed, seed+1, ...``; one env for all of them) is
 dispatched ``episodes`` times per policy (policy seed ``reset_seed * 1000 + e``, so randomised policies
@@ -9,6 +10,15 @@ name in ``policies`` (its first episode). Instances where the reference has no i
 of every gap; a time-limited exact policy's gap/cost/time are over the instances it solved
 (``solved_share``). Files: ``corais_per_instance.csv`` (one row per episode) and
 ``corais_per_edge.csv`` (mean requests and response time per edge and policy: Table VI's EReqN / LCost).
+
+Honest gaps: every instance also gets a proven lower bound on its optimum, ``lower_bound`` = max(the
+backlog-only bound max_j T_j(no new request), HiGHS's dual bound when the reference is the MILP). An
+instance is *trivial* when some dispatch played on it (any policy or the reference) reaches the
+backlog-only bound: that dispatch is optimal and any policy that keeps every edge below the straggler
+ties it. Summary columns per policy: ``gap_mean`` (all instances, vs the reference), ``gap_nontrivial``
+(the non-trivial instances only), ``trivial_share``, ``bound_gap_mean`` (R / lower_bound: a gap against
+a proven bound, >= the true gap), ``reference_optimal_share`` (instances whose reference HiGHS proved
+optimal; below 1, ``gap_*`` are taken against unproven incumbents and ``bound_gap_mean`` brackets them).
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envs.corais.dynamics import backlog_bound
 from offline.corais.policies import ENV_ID, ExactPolicy
 from offline.protocol import run_episode
 from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy
@@ -32,13 +43,26 @@ DEFAULT_EVALUATION: dict[str, Any] = {
     "instances": 10,
     "episodes": 1,
 }
+#: ``python evaluate.py env=corais-v1``: the heuristics, the strong simple baselines and the MILP.
+DEFAULT_EVALUATION_V1: dict[str, Any] = {
+    "policies": ["exact", "local", "predicted", "random1k", "list_greedy", "list_greedy_ls"],
+    "instances": 10,
+    "episodes": 1,
+}
+#: Relative tolerance of "a cost equals the backlog-only bound".
+TRIVIAL_RTOL = 1e-9
 
 
 class CoRaiSHook(EvaluationHook):
-    """CoRaiS-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+    """CoRaiS's parts of :func:`offline.runner.evaluate` (see the module docstring); one per env id."""
 
     env_id = ENV_ID
     default_evaluation = DEFAULT_EVALUATION
+
+    def __init__(self, env_id: str = ENV_ID, default_evaluation: dict[str, Any] | None = None) -> None:
+        super().__init__(env_id)
+        if default_evaluation is not None:
+            self.default_evaluation = default_evaluation
     episodes_csv = "corais_per_instance.csv"
     options = {"exact_time_limit": 10.0, "reference": "exact"}
 
@@ -57,7 +81,7 @@ class CoRaiSHook(EvaluationHook):
         return 0  # one env for every instance: instance k is the reset seed seed + k
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
-        return gym.make(ENV_ID, **run.env_kwargs)
+        return gym.make(run.env_id, **run.env_kwargs)
 
     def seeds(self, run: Run, instance: int, episode: int) -> tuple[int, int]:
         inst_seed = run.seed + instance
@@ -65,13 +89,20 @@ class CoRaiSHook(EvaluationHook):
 
     def instance_context(self, run: Run, instance: int, env: gym.Env) -> dict[str, Any]:
         """The exact reference, solved once per instance (reused for an identical exact policy)."""
-        context: dict[str, Any] = {"ref_cost": np.nan, "cached": {}}
+        context: dict[str, Any] = {"ref_cost": np.nan, "cached": {}, "dual_bound": np.nan, "ref_optimal": False}
         if run.options["reference"] == "exact":
             reference_policy = run.state["reference_policy"]
             res = run_episode(env, reference_policy, seed=run.seed + instance, time_decisions=True)
             ok = reference_policy.solved
             context["ref_cost"] = res.final_info["cost"] if ok else np.nan
             context["cached"][reference_policy.name] = (res.final_info, res.decision_seconds[0], ok)
+            solve = reference_policy.last_solve
+            if solve is not None:
+                context["dual_bound"] = solve.bound
+                context["ref_optimal"] = bool(solve.optimal)
+        else:
+            env.reset(seed=run.seed + instance)
+        context["backlog_bound"] = backlog_bound(env.unwrapped.instance)
         return context
 
     def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
@@ -96,9 +127,19 @@ class CoRaiSHook(EvaluationHook):
 
     def end_instance(self, run: Run, instance: int, context: dict[str, Any], records: list[dict[str, Any]]) -> None:
         ref_cost = context["ref_cost"]
+        lb0 = context["backlog_bound"]
+        dual = context["dual_bound"]
+        lower = max(lb0, dual) if np.isfinite(dual) else lb0
+        best = min([ref_cost if np.isfinite(ref_cost) else np.inf] + [r["cost"] for r in records if r["solved"]])
+        trivial = bool(best <= lb0 * (1 + TRIVIAL_RTOL))
         for rec in records:
             rec["reference_cost"] = ref_cost
             rec["gap"] = rec["cost"] / ref_cost if rec["solved"] and np.isfinite(ref_cost) else np.nan
+            rec["backlog_bound"] = lb0
+            rec["lower_bound"] = lower
+            rec["bound_gap"] = rec["cost"] / lower if rec["solved"] and lower > 0 else np.nan
+            rec["trivial"] = trivial
+            rec["reference_optimal"] = bool(context["ref_optimal"]) or bool(ref_cost <= lb0 * (1 + TRIVIAL_RTOL))
 
     def summary_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_name = group_by_policy(records)
@@ -108,13 +149,21 @@ class CoRaiSHook(EvaluationHook):
             solved = [r for r in recs if r["solved"]]
             gaps = [r["gap"] for r in solved if np.isfinite(r["gap"])]
             gap_mean, gap_ci = mean_ci95(gaps) if gaps else (float("nan"), float("nan"))
+            hard = [r["gap"] for r in solved if np.isfinite(r["gap"]) and not r["trivial"]]
+            bound_gaps = [r["bound_gap"] for r in solved if np.isfinite(r["bound_gap"])]
             times = np.array([r["seconds"] for r in solved]) if solved else np.array([np.nan])
+            nan = float("nan")
             rows.append(
                 {
                     "policy": name,
                     "gap_mean": gap_mean,
                     "gap_ci95": gap_ci,
-                    "cost_mean": float(np.mean([r["cost"] for r in solved])) if solved else float("nan"),
+                    "gap_nontrivial": float(np.mean(hard)) if hard else nan,
+                    "gap_nontrivial_ci95": mean_ci95(hard)[1] if len(hard) > 1 else nan,
+                    "trivial_share": float(np.mean([r["trivial"] for r in recs])) if recs else nan,
+                    "bound_gap_mean": float(np.mean(bound_gaps)) if bound_gaps else nan,
+                    "reference_optimal_share": float(np.mean([r["reference_optimal"] for r in recs])) if recs else nan,
+                    "cost_mean": float(np.mean([r["cost"] for r in solved])) if solved else nan,
                     "time_mean_s": float(np.mean(times)),
                     "time_std_s": float(np.std(times)),
                     "solved_share": len(solved) / len(recs),
@@ -138,8 +187,9 @@ class CoRaiSHook(EvaluationHook):
         return f"CoRaiS {tuple(scale)}" if scale is not None else "CoRaiS"
 
 
-#: CoRaiS-v0's evaluation hook (``Problem.evaluation``).
+#: CoRaiS-v0's and CoRaiS-v1's evaluation hooks (``Problem.evaluation``).
 HOOK = CoRaiSHook()
+HOOK_V1 = CoRaiSHook("CoRaiS-v1", DEFAULT_EVALUATION_V1)
 
 
 def evaluate_policies(
@@ -155,13 +205,15 @@ def evaluate_policies(
     reference: str = "exact",
     policy_kwargs: dict[str, dict[str, Any]] | None = None,
     resolve: Resolver | None = None,
+    env_id: str = ENV_ID,
 ) -> list[dict]:
     """Run every policy on the same instances and summarise (:func:`offline.runner.evaluate`).
 
-    Rows: ``policy, gap_mean, gap_ci95, cost_mean, time_mean_s, time_std_s, solved_share``.
+    Rows: ``policy, gap_mean, gap_ci95, gap_nontrivial, gap_nontrivial_ci95, trivial_share, bound_gap_mean,
+    reference_optimal_share, cost_mean, time_mean_s, time_std_s, solved_share``.
     ``policy_kwargs`` maps a name to factory kwargs (e.g. ``{"corais_greedy": {"run_dir": "runs/..."}}``,
     with ``resolve=agents.loading.resolve_policy``, which knows the learned policies).
     """
-    return evaluate(ENV_ID, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
+    return evaluate(env_id, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
                     out_dir=out_dir, progress=progress, resolve=resolve, policy_kwargs=policy_kwargs,
                     exact_time_limit=exact_time_limit, reference=reference)

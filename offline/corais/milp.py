@@ -27,6 +27,7 @@ class SolveResult:
     mip_gap: float
     seconds: float
     message: str
+    bound: float = float("nan")  # HiGHS's proven lower bound on the optimum (dual bound; = objective if optimal)
 
 
 def build_milp(instance: Instance) -> tuple[np.ndarray, np.ndarray, Bounds, list[LinearConstraint]]:
@@ -140,8 +141,11 @@ def solve_exact(
                 f"CoRaiS MILP at scale {instance.scale}: no feasible dispatch within {time_limit} s "
                 f"(HiGHS: {res.message})"
             )
-        return SolveResult(None, float("nan"), False, False, float("nan"), float("inf"), seconds, res.message)
+        bound = float(getattr(res, "mip_dual_bound", np.nan) or np.nan)
+        return SolveResult(None, float("nan"), False, False, float("nan"), float("inf"), seconds, res.message, bound)
     action = np.argmax(res.x[: z_n * q].reshape(z_n, q), axis=1).astype(np.int64)
     cost = float(dispatch_cost(instance, action))
     gap = float(getattr(res, "mip_gap", np.nan) if res.status == 1 else getattr(res, "mip_gap", 0.0))
-    return SolveResult(action, cost, True, res.status == 0, float(res.fun), gap, seconds, res.message)
+    bound = getattr(res, "mip_dual_bound", None)
+    bound = float(bound) if bound is not None and np.isfinite(bound) else float(res.fun) * (1 - gap)
+    return SolveResult(action, cost, True, res.status == 0, float(res.fun), gap, seconds, res.message, bound)

@@ -1,7 +1,9 @@
-"""CoRaiS-v0 non-learning policies: the exact MILP (``offline.corais.milp``), Local, Predicted, Random(k).
+"""CoRaiS non-learning policies: the exact MILP (``offline.corais.milp``), Local, Predicted, Random(k),
+list_greedy and list_greedy_ls (``offline.corais.greedy``).
 
 They read the instance (``env.unwrapped.instance``) and act through ``env.step``; importing this module
-registers them for ``CoRaiS-v0`` (``offline.registry``, names in ``offline.corais``'s docstring).
+registers them for ``CoRaiS-v0`` and ``CoRaiS-v1`` (``offline.registry``, names in ``offline.corais``'s
+docstring).
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import numpy as np
 
 from envs.corais.dynamics import dispatch_cost, response_times
 from envs.corais.types import Instance
+from offline.corais.greedy import list_greedy, list_greedy_ls
 from offline.corais.milp import SolveResult, solve_exact
 from offline.registry import register_policy
 
 ENV_ID = "CoRaiS-v0"
+#: Every CoRaiS version; each gets the same policies (versions differ only in the instance distribution).
+ENV_IDS: tuple[str, ...] = ("CoRaiS-v0", "CoRaiS-v1")
 
 
 def local_dispatch(instance: Instance) -> np.ndarray:
@@ -133,39 +138,61 @@ class ExactPolicy(_InstancePolicy):
         return self.last_solve.action
 
 
-@register_policy(ENV_ID, "exact")
-def _make_exact(env: gym.Env, time_limit: float = 10.0, **kwargs: Any) -> ExactPolicy:
-    return ExactPolicy(time_limit=time_limit, **kwargs)
+class ListGreedyPolicy(_InstancePolicy):
+    """List scheduling, requests in decreasing size to the earliest-completing edge; with
+    ``local_search=True`` then move/swap local search (``offline.corais.greedy``; reads the instance)."""
+
+    def __init__(self, local_search: bool = False) -> None:
+        super().__init__()
+        self.local_search = bool(local_search)
+        self.name = "list_greedy_ls" if self.local_search else "list_greedy"
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        return list_greedy_ls(self.instance) if self.local_search else list_greedy(self.instance)
 
 
-def _register_exact(limit: float) -> None:
-    @register_policy(ENV_ID, f"exact_{limit:g}s")
-    def factory(env: gym.Env, **kwargs: Any) -> ExactPolicy:
-        return ExactPolicy(time_limit=limit, **kwargs)
+def _register_all(env_id: str) -> None:
+    """Register every non-learning CoRaiS policy for ``env_id`` (the same set for every version)."""
+
+    @register_policy(env_id, "exact")
+    def _make_exact(env: gym.Env, time_limit: float = 10.0, **kwargs: Any) -> ExactPolicy:
+        return ExactPolicy(time_limit=time_limit, **kwargs)
+
+    def register_exact(limit: float) -> None:
+        @register_policy(env_id, f"exact_{limit:g}s")
+        def factory(env: gym.Env, **kwargs: Any) -> ExactPolicy:
+            return ExactPolicy(time_limit=limit, **kwargs)
+
+    for limit in (0.02, 0.05, 1.0, 5.0, 10.0):
+        register_exact(limit)
+
+    @register_policy(env_id, "local")
+    def _make_local(env: gym.Env) -> LocalPolicy:
+        return LocalPolicy()
+
+    @register_policy(env_id, "predicted")
+    def _make_predicted(env: gym.Env) -> PredictedPolicy:
+        return PredictedPolicy()
+
+    def register_random(name: str, samples: int) -> None:
+        @register_policy(env_id, name)
+        def factory(env: gym.Env, samples: int = samples) -> RandomBestPolicy:
+            return RandomBestPolicy(samples)
+
+    for name, k in (("random1", 1), ("random100", 100), ("random500", 500), ("random1k", 1000)):
+        register_random(name, k)
+
+    @register_policy(env_id, "list_greedy")
+    def _make_list_greedy(env: gym.Env) -> ListGreedyPolicy:
+        return ListGreedyPolicy(local_search=False)
+
+    @register_policy(env_id, "list_greedy_ls")
+    def _make_list_greedy_ls(env: gym.Env) -> ListGreedyPolicy:
+        return ListGreedyPolicy(local_search=True)
 
 
-for _limit in (0.02, 0.05, 1.0, 5.0, 10.0):
-    _register_exact(_limit)
-
-
-@register_policy(ENV_ID, "local")
-def _make_local(env: gym.Env) -> LocalPolicy:
-    return LocalPolicy()
-
-
-@register_policy(ENV_ID, "predicted")
-def _make_predicted(env: gym.Env) -> PredictedPolicy:
-    return PredictedPolicy()
-
-
-def _register_random(name: str, samples: int) -> None:
-    @register_policy(ENV_ID, name)
-    def factory(env: gym.Env, samples: int = samples) -> RandomBestPolicy:
-        return RandomBestPolicy(samples)
-
-
-for _name, _k in (("random1", 1), ("random100", 100), ("random500", 500), ("random1k", 1000)):
-    _register_random(_name, _k)
+for _env_id in ENV_IDS:
+    _register_all(_env_id)
 
 
 def reference_costs(instance: Instance, actions: np.ndarray) -> np.ndarray:
