@@ -35,8 +35,10 @@ SMALL: dict[str, dict[str, Any]] = {
     "OINC-v0": {"scenario": "tiny"},
     "ASET-v0": {"horizon": 3},
     "CoRaiS-v0": {"scale": "tiny"},
+    "CoRaiS-v1": {"scale": "tiny"},
 }
-SCENARIOS = {"UEC-v0": UECScenario, "OINC-v0": OINCScenario, "ASET-v0": ASETScenario, "CoRaiS-v0": CoRaiSScenario}
+SCENARIOS = {"UEC-v0": UECScenario, "OINC-v0": OINCScenario, "ASET-v0": ASETScenario, "CoRaiS-v0": CoRaiSScenario,
+             "CoRaiS-v1": CoRaiSScenario}
 BAD_FIELD_VALUES: tuple[Any, ...] = ("x", -1e12, None, [1.0, 2.0, 3.0, 4.0, 5.0])
 #: (env, field) -> values the field accepts, with the reason.
 ACCEPTS: dict[tuple[str, str], tuple[Any, ...]] = {
@@ -45,6 +47,7 @@ ACCEPTS: dict[tuple[str, str], tuple[Any, ...]] = {
     ("ASET-v0", "name"): BAD_FIELD_VALUES,
     ("ASET-v0", "fps_choices"): ([1.0, 2.0, 3.0, 4.0, 5.0],),  # five frame rates in (0, 240] are a valid choice
     ("CoRaiS-v0", "name"): BAD_FIELD_VALUES,
+    ("CoRaiS-v1", "name"): BAD_FIELD_VALUES,
 }
 
 
@@ -82,6 +85,8 @@ CONSTRUCTOR_CASES: dict[str, list[tuple[str, Any]]] = {
     "CoRaiS-v0": [("scale", "nope"), ("scale", (0, 1, 2)), ("scale", (3, 5, 10)), ("scale", "x-y-z"), ("instance_seed", -1),
                   ("instance_seed", "0"), ("flat_observation", "false"), ("characteristic", "nope"),
                   ("scenario_overrides", {"no_such_field": 1})],
+    "CoRaiS-v1": [("scale", "nope"), ("scale", (3, 5, 10)), ("instance_seed", -1), ("flat_observation", "false"),
+                  ("characteristic", "nope"), ("scenario_overrides", {"no_such_field": 1})],
 }
 
 

@@ -29,6 +29,7 @@ SMALL_KWARGS: dict[str, dict] = {
     "OINC-v0": {"scenario": "tiny"},
     "ASET-v0": {"topology": "dc-cloud", "horizon": 3},
     "CoRaiS-v0": {"scale": "tiny"},
+    "CoRaiS-v1": {"scale": "tiny"},
 }
 ENV_IDS = list(PROBLEMS)
 
