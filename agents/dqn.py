@@ -17,6 +17,7 @@ from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 
 from agents.masking import FeasibleWarmupMixin, mask_from_obs, sample_feasible
+from agents.off_policy import fast_optimizer_kwargs, update_schedule
 
 #: Q-value given to infeasible actions (finite, so no inf − inf or 0 · inf appears in any loss).
 INFEASIBLE_Q = -1e9
@@ -46,6 +47,8 @@ class MaskedDQNPolicy(DQNPolicy):
 
     def __init__(self, *args: Any, mask_dim: int = 0, **kwargs: Any) -> None:
         self.mask_dim = int(mask_dim)
+        kwargs["optimizer_kwargs"] = fast_optimizer_kwargs(kwargs.get("optimizer_class", th.optim.Adam),
+                                                           kwargs.get("optimizer_kwargs"))
         super().__init__(*args, **kwargs)
 
     def make_q_net(self) -> MaskedQNetwork:
@@ -60,12 +63,16 @@ class MaskedDQN(FeasibleWarmupMixin, DQN):
     """SB3 DQN with masked greedy/ε-greedy actions and a masked target max.
 
     :param mask_dim: trailing observation entries that hold the action mask (0 = none)
+    :param update_ratio: gradient steps per env step; when given it sets ``train_freq`` and ``gradient_steps``
     """
 
     policy_aliases = {"MlpPolicy": MaskedDQNPolicy}
 
-    def __init__(self, policy: Any, env: Any, *args: Any, mask_dim: int = 0, **kwargs: Any) -> None:
+    def __init__(self, policy: Any, env: Any, *args: Any, mask_dim: int = 0, update_ratio: float | None = None,
+                 **kwargs: Any) -> None:
         self.mask_dim = int(mask_dim)
+        if update_ratio is not None:
+            kwargs["train_freq"], kwargs["gradient_steps"] = update_schedule(update_ratio)
         super().__init__(policy, env, *args, **kwargs)
 
     def _setup_model(self) -> None:

@@ -65,6 +65,7 @@ class SACConfig:
     target_entropy_ratio: float = 0.6  # target entropy = ratio * log(#feasible actions), per state
     target_update_interval: int = 1
     max_grad_norm: float | None = None
+    update_ratio: float | None = None  # gradient steps per env step; when set it replaces train_freq/gradient_steps
     policy_kwargs: dict[str, Any] = field(default_factory=lambda: {"net_arch": [128, 128]})
 
 
@@ -91,6 +92,7 @@ class DQNConfig:
     exploration_initial_eps: float = 1.0
     exploration_final_eps: float = 0.05
     max_grad_norm: float = 10.0
+    update_ratio: float | None = None  # gradient steps per env step; when set it replaces train_freq/gradient_steps
     policy_kwargs: dict[str, Any] = field(default_factory=lambda: {"net_arch": [256, 256]})
 
 
@@ -221,6 +223,8 @@ def validate_algo_config(algo_cfg: DictConfig | Mapping[str, Any]) -> dict[str, 
         raise ValueError(f"algo={spec.name}: invalid configuration{key} ({str(err.msg).splitlines()[0]}); valid keys: {valid}") from None
     assert isinstance(algo, dict)
     check_algo_ranges(algo)
+    if isinstance(algo.get("policy_kwargs"), Mapping):
+        resolve_policy_kwargs({"net_arch": algo["policy_kwargs"].get("net_arch")})  # a preset name must exist
     if hasattr(schema, "from_dict"):  # a custom trainer's own checks (e.g. CoRaiS' baseline names)
         schema.from_dict(algo)
     return algo
@@ -282,6 +286,8 @@ ALGO_RULES: dict[str, Rule] = {
     "exploration_initial_eps": PROBABILITY,
     "exploration_final_eps": PROBABILITY,
     "max_grad_norm": OPTIONAL_POSITIVE,
+    "update_ratio": (lambda v: v is None or (_number(v) and v >= 1 / 16),
+                     "null or a number >= 0.0625 (gradient steps per env step)"),
     "gae_lambda": PROBABILITY,
     "clip_range": POSITIVE,
     "vf_coef": NON_NEGATIVE,
@@ -355,9 +361,27 @@ def check_action_space(spec: AlgoSpec, action_space: spaces.Space, env_id: str, 
     )
 
 
+#: Network-size presets for ``policy_kwargs.net_arch`` (hidden layers of actor and critics), e.g.
+#: ``algo.policy_kwargs.net_arch=small``; ``oinc_paper`` is OINC's Table I (1024-512).
+NET_ARCH_PRESETS: dict[str, list[int]] = {
+    "tiny": [64, 64],
+    "small": [128, 128],
+    "medium": [256, 256],
+    "large": [512, 512],
+    "oinc_paper": [1024, 512],
+}
+
+
 def resolve_policy_kwargs(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Turn import-path strings in ``*_class`` / ``*_fn`` entries into objects (YAML can't hold classes)."""
+    """Turn import-path strings in ``*_class`` / ``*_fn`` entries into objects (YAML can't hold classes) and a
+    :data:`NET_ARCH_PRESETS` name in ``net_arch`` into its layers."""
     out = dict(policy_kwargs)
+    arch = policy_kwargs.get("net_arch")
+    if isinstance(arch, str):
+        if arch not in NET_ARCH_PRESETS:
+            raise ValueError(f"algo.policy_kwargs.net_arch={arch!r} is invalid: expected a list of layer sizes or "
+                             f"one of {list(NET_ARCH_PRESETS)}")
+        out["net_arch"] = list(NET_ARCH_PRESETS[arch])
     for key, value in policy_kwargs.items():
         if isinstance(value, str) and (key.endswith("_class") or key.endswith("_fn")):
             out[key] = import_path(value)

@@ -101,20 +101,56 @@ def test_sac__one_feasible_action_has_zero_entropy_target():
     assert policy_entropy(probs, log_probs).item() == 0.0
 
 
-def test_sac__multidiscrete_heads_are_padded_and_factorised():
-    layout = HeadLayout([2, 3])
-    flat = th.tensor([[10.0, 11.0, 20.0, 21.0, 22.0]])
-    padded = layout.pad(flat)
-    valid = layout.valid_mask(None, 1)
-    assert padded[0, 0, :2].tolist() == [10.0, 11.0] and padded[0, 1].tolist() == [20.0, 21.0, 22.0]
-    assert valid[0].tolist() == [[True, True, False], [True, True, True]]
-    probs, log_probs = masked_log_softmax(th.zeros(1, 2, 3), valid)
-    # joint entropy of two independent uniform heads = log 2 + log 3 = log 6
-    assert policy_entropy(probs, log_probs).item() == pytest.approx(math.log(6))
-    assert target_entropy(valid, 0.5).item() == pytest.approx(0.5 * math.log(6))
+def test_sac__multidiscrete_heads_are_grouped_by_size_without_padding_and_factorised():
+    layout = HeadLayout([2, 3, 2])  # heads 0 and 2 share a size: one group of two heads, one of one
+    flat = th.tensor([[10.0, 11.0, 20.0, 21.0, 22.0, 30.0, 31.0]])
+    groups = layout.split(flat)
+    assert [g.shape for g in groups] == [(1, 2, 2), (1, 1, 3)]
+    assert groups[0][0].tolist() == [[10.0, 11.0], [30.0, 31.0]] and groups[1][0, 0].tolist() == [20.0, 21.0, 22.0]
+    valid = layout.valid_masks(None, 1, flat.device)
+    probs, log_probs = zip(*(masked_log_softmax(th.zeros_like(g), v) for g, v in zip(groups, valid)))
+    # joint entropy of three independent uniform heads = log 2 + log 3 + log 2 = log 12
+    assert policy_entropy(probs, log_probs).item() == pytest.approx(math.log(12))
+    assert target_entropy(valid, 0.5).item() == pytest.approx(0.5 * math.log(12))
     # a head whose mask is all zero falls back to all of its actions
-    flat_mask = th.tensor([[False, False, True, False, True]])
-    assert layout.valid_mask(flat_mask, 1)[0].tolist() == [[True, True, False], [True, False, True]]
+    flat_mask = th.tensor([[False, False, True, False, True, False, True]])
+    masks = layout.valid_masks(flat_mask, 1, flat.device)
+    assert masks[0][0].tolist() == [[True, True], [False, True]] and masks[1][0].tolist() == [[True, False, True]]
+    # taken actions go to their group and back in head order
+    actions = th.tensor([[1, 2, 0]])
+    assert [a.tolist() for a in layout.split_actions(actions)] == [[[1, 0]], [[2]]]
+    assert layout.merge_actions(layout.split_actions(actions)).tolist() == [[1, 2, 0]]
+
+
+def test_sac__grouped_losses_equal_the_padded_computation():
+    """Splitting heads into groups changes no number: compare with one padded [B, H, max n] tensor."""
+    gen = th.Generator().manual_seed(0)
+    dims = [4, 2, 4, 3]
+    layout = HeadLayout(dims)
+    batch, width = 5, max(dims)
+    logits, q = th.randn(batch, sum(dims), generator=gen), th.randn(batch, sum(dims), generator=gen)
+    feasible = th.rand(batch, sum(dims), generator=gen) < 0.7
+    actions = th.stack([th.randint(0, n, (batch,), generator=gen) for n in dims], dim=1)
+    target = th.randn(batch, generator=gen)
+
+    def padded(flat, fill):
+        out = th.full((batch, len(dims), width), fill, dtype=flat.dtype)
+        for h, (start, n) in enumerate(zip(np.cumsum([0, *dims[:-1]]), dims)):
+            out[:, h, :n] = flat[:, start:start + n]
+        return out
+
+    valid_pad = padded(feasible, False)
+    valid_pad = valid_pad | (~valid_pad.any(-1, keepdim=True) & padded(th.ones_like(feasible), False))
+    p_pad, lp_pad = masked_log_softmax(padded(logits, 0.0), valid_pad)
+    q_pad = padded(q, 0.0)
+    valid = layout.valid_masks(feasible, batch, logits.device)
+    p, lp = zip(*(masked_log_softmax(g, v) for g, v in zip(layout.split(logits), valid)))
+    q_groups = layout.split(q)
+    assert th.allclose(soft_state_value(p, lp, q_groups, ALPHA), soft_state_value(p_pad, lp_pad, q_pad, ALPHA))
+    assert th.allclose(actor_loss(p, lp, q_groups, ALPHA), actor_loss(p_pad, lp_pad, q_pad, ALPHA))
+    assert th.allclose(target_entropy(valid, 0.6), target_entropy(valid_pad, 0.6))
+    assert th.allclose(critic_loss([q_groups], layout.split_actions(actions), target),
+                       critic_loss([q_pad], actions, target))
 
 
 def test_sac__policy_never_picks_a_masked_action():
@@ -143,7 +179,7 @@ def test_sac__policy_never_picks_a_masked_action():
         assert mask[np.arange(500), actions].all()
     with th.no_grad():
         probs, _, _ = model.policy.distribution(th.as_tensor(obs))
-    assert (probs[:, 0][~th.as_tensor(mask)] == 0).all()
+    assert (probs[0][:, 0][~th.as_tensor(mask)] == 0).all()
 
 
 def test_sac__multidiscrete_env_trains_and_acts_within_each_head(tmp_path):

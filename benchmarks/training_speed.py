@@ -1,0 +1,213 @@
+"""Training speed of the SB3 learners: env-steps/s while learning against a random policy's env-steps/s.
+
+    python -m benchmarks.training_speed                             # UEC-v0 sac+dqn, OINC-v0 sac, ASET-v0 dqn
+    python -m benchmarks.training_speed baseline=09c51b6            # + the same at that commit, in one run
+    python -m benchmarks.training_speed baseline=09c51b6 quality=true seeds=[0,1] steps=10000
+        # + full `train.py` runs at both commits: final evaluation reward and wall time on the same seeds
+    python -m benchmarks.training_speed -h                          # every key
+
+Each measurement runs in a fresh process (``python -c``) whose working directory is this checkout or, for
+``baseline=<commit>``, a temporary ``git worktree`` of that commit, so old and new code are measured by the
+same script, alternately (``rounds``), under the same load. A measurement builds the learner exactly as
+``train.py`` does (its ``prepare`` with ``env=<env> algo=<algo>`` and the ``extra`` overrides), learns
+``warmup`` env steps (the warm-up fills the replay buffer), then times ``measure`` more env steps of
+learning; in the same process it times a uniformly random feasible policy on the same env. The ratio
+learner/random says how much of training is the learner. Rows go to ``results/benchmarks/performance.csv``.
+Timings are machine-dependent: quote the ratios, measured in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Runs in the measured tree (cwd); uses only API that exists at older commits too (train.prepare/make_env).
+WORKER = r"""
+import json, sys, time
+import numpy as np, torch
+from hydra import compose, initialize_config_dir
+import train
+from agents.masking import infer_mask_dim
+from agents.registry import resolve_policy_kwargs
+from stable_baselines3.common.logger import configure
+
+args = json.loads(sys.argv[1])
+torch.set_num_threads(1)
+with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+    cfg = compose("config", overrides=[f"env={args['env']}", f"algo={args['algo']}", *args["extra"]])
+prep = train.prepare(cfg, args["extra"])
+env = train.make_env(prep.env)
+mask_dim = infer_mask_dim(env, prep.algo.get("mask", "auto"))
+cls = prep.spec.load_target()
+algo = dict(prep.algo)
+kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy", "policy_kwargs")}
+if "mask_dim" in cls.__init__.__code__.co_varnames:
+    kwargs["mask_dim"] = mask_dim
+model = cls(algo["policy"], env, seed=0, device="cpu", verbose=0,
+            policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}), **kwargs)
+model.set_logger(configure(None, []))
+model.learn(args["warmup"])
+start, cpu = time.perf_counter(), time.process_time()
+model.learn(args["measure"], reset_num_timesteps=False)
+learn_wall, learn_cpu = time.perf_counter() - start, time.process_time() - cpu
+
+rng = np.random.default_rng(0)
+obs, info = env.reset(seed=0)
+def random_action(info):
+    mask = info.get("action_mask")
+    if mask is None:
+        return env.action_space.sample()
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim == 1 and env.action_space.shape == ():
+        return int(rng.choice(np.flatnonzero(mask)))
+    return env.action_space.sample(mask=tuple(m.astype(np.int8) for m in np.split(mask, np.cumsum(env.action_space.nvec)[:-1])))
+steps, start = 0, time.perf_counter()
+while time.perf_counter() - start < args["random_seconds"]:
+    obs, reward, terminated, truncated, info = env.step(random_action(info))
+    steps += 1
+    if terminated or truncated:
+        obs, info = env.reset()
+random_rate = steps / (time.perf_counter() - start)
+print("RESULT " + json.dumps({"train_rate": args["measure"] / learn_wall, "train_cpu_rate": args["measure"] / learn_cpu,
+                             "random_rate": random_rate, "learner": f"{cls.__module__}.{cls.__name__}",
+                             "train_freq": str(getattr(model, "train_freq", "")),
+                             "gradient_steps": getattr(model, "gradient_steps", "")}))
+"""
+
+#: (env config, algo, extra overrides) measured by default: the learners each env's docs train.
+DEFAULT_CASES: tuple[str, ...] = ("uec-v0:sac", "uec-v0:dqn", "oinc-v0:sac", "aset-v0:dqn")
+
+
+@dataclass
+class Options:
+    cases: list[str] = field(default_factory=lambda: list(DEFAULT_CASES))  # env:algo pairs
+    extra: list[str] = field(default_factory=list)  # train.py overrides for every case, e.g. [algo.batch_size=64]
+    baseline: str = ""  # a commit to measure against in the same run (a temporary git worktree)
+    baseline_extra: list[str] = field(default_factory=list)  # overrides for the baseline tree only
+    warmup: int = 1500  # env steps learned before timing (fills the replay buffer past learning_starts)
+    measure: int = 1500  # env steps timed
+    random_seconds: float = 2.0  # seconds of the random policy, per measurement
+    rounds: int = 2  # alternations old/new; the median rate is reported
+    quality: bool = False  # also run train.py to the end at both commits (final reward, wall time)
+    seeds: list[int] = field(default_factory=lambda: [0, 1])  # quality runs' training seeds
+    steps: int = 0  # quality runs' env steps (0: the algo's default budget)
+    write: bool = True  # write rows to results/benchmarks/performance.csv
+
+    def __post_init__(self) -> None:
+        for case in self.cases:
+            if case.count(":") != 1:
+                raise ValueError(f"cases entry {case!r} is invalid: expected <env config>:<algo>, e.g. uec-v0:sac")
+        if self.warmup < 1 or self.measure < 1 or self.rounds < 1 or self.random_seconds <= 0 or self.steps < 0:
+            raise ValueError(f"warmup={self.warmup}, measure={self.measure}, rounds={self.rounds}, "
+                             f"random_seconds={self.random_seconds}, steps={self.steps}: expected warmup, measure, "
+                             "rounds >= 1, random_seconds > 0, steps >= 0")
+
+
+def measure_once(tree: Path, env: str, algo: str, extra: list[str], args: Options) -> dict:
+    """One worker process in ``tree``: training and random env-steps/s."""
+    payload = json.dumps({"env": env, "algo": algo, "extra": extra, "warmup": args.warmup,
+                          "measure": args.measure, "random_seconds": args.random_seconds})
+    proc = subprocess.run([sys.executable, "-c", WORKER, payload], cwd=tree, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)})
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"measurement {env}:{algo} in {tree} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def quality_run(tree: Path, env: str, algo: str, extra: list[str], seed: int, steps: int, out: Path) -> dict:
+    """``python train.py`` in ``tree``: wall time and the last in-training evaluation (mean reward, ratio)."""
+    import csv
+    import time
+
+    command = [sys.executable, "train.py", f"env={env}", f"algo={algo}", f"seed={seed}", f"out={out}",
+               "progress=false", *extra, *([f"steps={steps}"] if steps else [])]
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=tree, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} in {tree} failed:\n{proc.stderr[-3000:]}")
+    run_dir = Path(next(line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
+                        if line.startswith("run folder:")))
+    if not run_dir.is_absolute():
+        run_dir = tree / run_dir
+    with (run_dir / "eval.csv").open() as f:
+        last = list(csv.DictReader(f))[-1]
+    return {"wall": wall, "mean_reward": float(last["mean_reward"]),
+            "ratio": float(last["ratio_to_reference"]) if last.get("ratio_to_reference") else float("nan")}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from agents.cli import run_cli
+
+    run_cli(_main, Options, __doc__, argv)
+
+
+def _main(args: Options) -> None:
+    trees: dict[str, Path] = {"new": ROOT}
+    worktree = None
+    if args.baseline:
+        worktree = Path(tempfile.mkdtemp(prefix="speed-baseline-"))
+        subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.baseline], cwd=ROOT, check=True,
+                       capture_output=True)
+        trees = {"old": worktree, "new": ROOT}
+    rows: list[dict] = []
+    try:
+        for case in args.cases:
+            env, algo = case.split(":")
+            rates: dict[str, list[dict]] = {label: [] for label in trees}
+            for _ in range(args.rounds):
+                for label, tree in trees.items():
+                    extra = [*args.extra, *(args.baseline_extra if label == "old" else [])]
+                    rates[label].append(measure_once(tree, env, algo, extra, args))
+            summary = {label: {key: statistics.median(r[key] for r in results)
+                               for key in ("train_rate", "train_cpu_rate", "random_rate")}
+                       for label, results in rates.items()}
+            for label, s in summary.items():
+                schedule = f"train_freq {rates[label][0]['train_freq']}, gradient_steps {rates[label][0]['gradient_steps']}"
+                print(f"{case:16s} {label:3s}  training {s['train_rate']:8.1f} env-steps/s "
+                      f"(CPU {s['train_cpu_rate']:8.1f})   random policy {s['random_rate']:9.1f} env-steps/s   "
+                      f"learner/random {s['train_rate'] / s['random_rate']:.4f}   [{schedule}]")
+                rows.append({"quantity": f"{case} training env-steps/s ({label} code)", "value": s["train_rate"],
+                             "unit": "env-steps/s", "ratio_to": "random policy",
+                             "ratio": s["train_rate"] / s["random_rate"]})
+            if "old" in summary:
+                speedup = summary["new"]["train_rate"] / summary["old"]["train_rate"]
+                print(f"{case:16s} new/old training env-steps/s: {speedup:.2f}x")
+                rows.append({"quantity": f"{case} training env-steps/s, new vs {args.baseline}", "value": speedup,
+                             "unit": "x", "ratio_to": f"commit {args.baseline}", "ratio": speedup})
+            if args.quality:
+                with tempfile.TemporaryDirectory(prefix="speed-quality-") as out:
+                    for seed in args.seeds:
+                        for label, tree in trees.items():
+                            extra = [*args.extra, *(args.baseline_extra if label == "old" else [])]
+                            q = quality_run(tree, env, algo, extra, seed, args.steps, Path(out) / label)
+                            print(f"{case:16s} {label:3s} seed {seed}: train.py wall {q['wall']:7.1f} s, final "
+                                  f"mean reward {q['mean_reward']:.4f}, ratio to reference {q['ratio']:.4f}")
+                            rows.append({"quantity": f"{case} seed {seed} train.py wall ({label} code)",
+                                         "value": q["wall"], "unit": "s"})
+                            rows.append({"quantity": f"{case} seed {seed} final mean reward ({label} code)",
+                                         "value": q["mean_reward"], "unit": "reward", "ratio_to": "reference policy",
+                                         "ratio": q["ratio"]})
+    finally:
+        if worktree is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
+            shutil.rmtree(worktree, ignore_errors=True)
+    if args.write:
+        from benchmarks.results import write_rows
+
+        write_rows("training_speed", rows)
+
+
+if __name__ == "__main__":
+    main()
