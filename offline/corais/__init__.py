@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from offline.corais import policies  # noqa: F401  (registers the policies)
 from offline.corais.evaluation import DEFAULT_EVALUATION, HOOK, HOOK_V1, evaluate_policies
-from offline.corais.greedy import list_greedy, list_greedy_ls, local_search
+from offline.corais.greedy import fluid_bound, list_greedy, list_greedy_ls, local_search
 from offline.corais.milp import SolveResult, build_milp, solve_exact
 from offline.corais.policies import (
     ENV_ID,
@@ -58,6 +58,7 @@ __all__ = [
     "best_of_random",
     "build_milp",
     "evaluate_policies",
+    "fluid_bound",
     "list_greedy",
     "list_greedy_ls",
     "local_dispatch",

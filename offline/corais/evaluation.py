@@ -12,7 +12,8 @@ of every gap; a time-limited exact policy's gap/cost/time are over the instances
 ``corais_per_edge.csv`` (mean requests and response time per edge and policy: Table VI's EReqN / LCost).
 
 Honest gaps: every instance also gets a proven lower bound on its optimum, ``lower_bound`` = max(the
-backlog-only bound max_j T_j(no new request), HiGHS's dual bound when the reference is the MILP). An
+backlog-only bound max_j T_j(no new request), the fluid bound ``offline.corais.greedy.fluid_bound``,
+HiGHS's dual bound when the reference is the MILP). An
 instance is *trivial* when some dispatch played on it (any policy or the reference) reaches the
 backlog-only bound: that dispatch is optimal and any policy that keeps every edge below the straggler
 ties it. Summary columns per policy: ``gap_mean`` (all instances, vs the reference), ``gap_nontrivial``
@@ -32,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.corais.dynamics import backlog_bound
+from offline.corais.greedy import fluid_bound
 from offline.corais.policies import ENV_ID, ExactPolicy
 from offline.protocol import run_episode
 from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy
@@ -103,6 +105,7 @@ class CoRaiSHook(EvaluationHook):
         else:
             env.reset(seed=run.seed + instance)
         context["backlog_bound"] = backlog_bound(env.unwrapped.instance)
+        context["fluid_bound"] = fluid_bound(env.unwrapped.instance)
         return context
 
     def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
@@ -129,7 +132,7 @@ class CoRaiSHook(EvaluationHook):
         ref_cost = context["ref_cost"]
         lb0 = context["backlog_bound"]
         dual = context["dual_bound"]
-        lower = max(lb0, dual) if np.isfinite(dual) else lb0
+        lower = max(context["fluid_bound"], dual) if np.isfinite(dual) else context["fluid_bound"]
         best = min([ref_cost if np.isfinite(ref_cost) else np.inf] + [r["cost"] for r in records if r["solved"]])
         trivial = bool(best <= lb0 * (1 + TRIVIAL_RTOL))
         for rec in records:

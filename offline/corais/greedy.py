@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from envs.corais.dynamics import dispatch_cost, edge_times_from_aggregates
+from envs.corais.dynamics import backlog_bound, backlog_times, dispatch_cost, edge_times_from_aggregates
 from envs.corais.types import Instance
 
-__all__ = ["list_greedy", "list_greedy_ls", "local_search"]
+__all__ = ["fluid_bound", "list_greedy", "list_greedy_ls", "local_search"]
 
 
 def list_greedy(instance: Instance) -> np.ndarray:
@@ -193,3 +193,32 @@ def list_greedy_ls(instance: Instance, **kwargs: float | int | None) -> np.ndarr
     if float(dispatch_cost(instance, out)) > float(dispatch_cost(instance, start)):  # pragma: no cover
         return start
     return out
+
+
+def fluid_bound(instance: Instance) -> float:
+    """A proven lower bound on the optimum from the compute alone, at least the backlog-only bound.
+
+    For any dispatch with R <= T, every edge j that receives requests has sum_{i -> j} cmp_ij <= T - base_j,
+    base_j = T^{L,cmp} + T^{I,cmp} + max(T^{L,res}, T^{I,res}) (= T_j with no request and no pending input
+    transfer). Weighting edge j by w_j >= 0 and summing: sum_i min_j w_j cmp_ij <= sum_j w_j (T - base_j)^+,
+    so the T where the right side reaches the left side bounds R from below (weak LP duality). Weights
+    tried: w_j = m_j / f_j(d) for d at the 10th ... 90th percentile of the batch's sizes (speeds). O(Z Q).
+    """
+    tab = instance.tables
+    workload = tab.workload.copy()
+    workload[:, 1] = 0.0  # no pending input transfer: max(C^L, S) >= C^L
+    base = backlog_times(workload)
+    best = backlog_bound(instance)
+    for d in np.quantile(instance.req_d, [0.1, 0.3, 0.5, 0.7, 0.9]):
+        w = instance.replicas / np.maximum(instance.coef_a * d + instance.coef_b, 1e-12)
+        need = float(np.sum(np.min(tab.cmp * w[None, :], axis=1)))
+        order = np.argsort(base)
+        b, ws = base[order], w[order]
+        cum_w, cum_wb = np.cumsum(ws), np.cumsum(ws * b)
+        # on [b_k, b_{k+1}): sum_j w_j (T - b_j)^+ = T cum_w[k] - cum_wb[k]; the first k where it reaches need
+        for k in range(b.size):
+            t = (need + cum_wb[k]) / cum_w[k]
+            if k + 1 == b.size or t <= b[k + 1]:
+                best = max(best, float(t))
+                break
+    return best

@@ -109,8 +109,9 @@ def test_corais_evaluate__rows_columns_and_gap_definition(tmp_path) -> None:
     )
     assert [r["policy"] for r in rows] == ["exact", "local", "random100"]
     for row in rows:
-        assert list(row) == ["policy", "gap_mean", "gap_ci95", "cost_mean", "time_mean_s", "time_std_s",
-                             "solved_share"]
+        assert list(row) == ["policy", "gap_mean", "gap_ci95", "gap_nontrivial", "gap_nontrivial_ci95",
+                             "trivial_share", "bound_gap_mean", "reference_optimal_share", "cost_mean",
+                             "time_mean_s", "time_std_s", "solved_share"]
     by = {r["policy"]: r for r in rows}
     assert by["exact"]["gap_mean"] == pytest.approx(1.0) and by["exact"]["solved_share"] == 1.0
     assert by["local"]["gap_mean"] > 1.0 and by["random100"]["gap_mean"] > 1.0

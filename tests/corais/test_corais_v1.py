@@ -161,3 +161,22 @@ def test_corais_evaluation__trivial_instances_are_flagged_on_v0(tmp_path) -> Non
     assert by["list_greedy"]["trivial_share"] == 1.0  # v0 at (20, 10, 50): the backlog decides everything
     assert np.isnan(by["list_greedy"]["gap_nontrivial"])
     assert by["list_greedy"]["reference_optimal_share"] == 1.0
+
+
+@pytest.mark.parametrize("version", [{}, V1_DEFAULTS])
+def test_corais_bounds__fluid_bound_is_a_lower_bound_at_least_the_backlog_bound(version) -> None:
+    for seed in range(15):
+        inst = generate(make_scenario((5, 3, 6), **version), np.random.default_rng(seed))
+        bound = corais.fluid_bound(inst)
+        assert backlog_bound(inst) <= bound <= _brute_force(inst) * (1 + 1e-12)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        inst = generate(make_scenario((60, 30, 400), **version), rng)
+        assert corais.fluid_bound(inst) <= float(dispatch_cost(inst, list_greedy_ls(inst))) * (1 + 1e-12)
+
+
+def test_corais_bounds__fluid_bound_proves_v1_instances_non_trivial_at_large_scale() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        inst = generate(_v1((200, 100, 2000)), rng)
+        assert corais.fluid_bound(inst) > backlog_bound(inst) * (1 + 1e-9)
