@@ -177,6 +177,8 @@ class UECVectorEnv(VectorEnv):
         self._shared: _InstanceTables | None = None  # the tables of the one instance all sub-envs use, if so
         self._started = False
         self._allocate()
+        self._mask = np.ones((self.num_envs, self._n_actions), bool)  # the current masks, updated in place
+        self._safe = np.ones((self.num_envs, self._n_actions), bool)
 
     # --- storage -------------------------------------------------------------------------------
     def _specs(self) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
@@ -189,7 +191,7 @@ class UECVectorEnv(VectorEnv):
             "pair_end": ((K, "P"), np.int64, -1),
             "duration_cdf": ((L, "D"), np.float64, 1.0),
             "max_duration": ((L,), np.int64, 0),
-            "capacity": ((K, "T"), np.float64, 0.0),
+            "unblocked_net": ((K, "T"), np.float64, 0.0),  # reserved releases - capacity, per slot
             "releases": ((K, "T"), np.float64, 0.0),
             "future_releases": (("T1", K), np.float64, 0.0),
             "horizon": ((), np.int64, 0),
@@ -212,7 +214,7 @@ class UECVectorEnv(VectorEnv):
             "busy_until": ((K,), np.int64, 0),
             "task_start": ((K,), np.int64, 0),
             "pair_slack": ((K, "P"), np.float64, np.inf),
-            "backlog": (("T1", K), np.float64, 0.0),
+            "backlog": ((K, "T1"), np.float64, 0.0),
             "profit": ((), np.float64, 0.0),
             "accepted": ((), np.int64, 0),
             "rejected": ((), np.int64, 0),
@@ -257,15 +259,15 @@ class UECVectorEnv(VectorEnv):
         inst = env.instance
         T, C, P, D = inst.horizon, tables.cum.shape[1], tables.pair_start.shape[1], tables.duration_cdf.shape[1]
         self._allocate({"T": T, "C": C, "P": P, "D": D})  # grows the batch's arrays if this instance needs it
-        for name in ("cum", "pair_start", "pair_end", "duration_cdf", "capacity", "releases", "future_releases"):
+        for name in ("cum", "pair_start", "pair_end", "duration_cdf", "unblocked_net", "releases", "future_releases"):
             getattr(self, "_" + name)[i] = self._specs()[name][2]  # padding, then the instance's part
         self._cum[i, :, :C] = tables.cum
         self._pair_start[i, :, :P] = tables.pair_start
         self._pair_end[i, :, :P] = tables.pair_end
         self._duration_cdf[i, :, :D] = tables.duration_cdf
         self._max_duration[i] = env._max_duration
-        self._capacity[i, :, :T] = inst.capacity
         self._releases[i, :, :T] = inst.reserved_releases
+        self._unblocked_net[i, :, :T] = inst.reserved_releases - inst.capacity
         self._future_releases[i, : T + 1] = env._future_releases
         self._horizon[i] = T
         self._inv_duration[i] = env._inv_duration_scale
@@ -302,7 +304,7 @@ class UECVectorEnv(VectorEnv):
         self._pair_slack[i] = np.inf
         self._pair_slack[i, :, : tables.pair_slack.shape[1]] = tables.pair_slack
         self._backlog[i] = 0.0
-        self._backlog[i, : T + 1] = env.instance.free_backlog
+        self._backlog[i, :, : T + 1] = env.instance.free_backlog.T
         for name in ("profit", "accepted", "rejected", "invalid_actions", "preemptions", "retraining_work"):
             getattr(self, "_" + name)[i] = 0
 
@@ -357,7 +359,7 @@ class UECVectorEnv(VectorEnv):
         self._profit += reward
         self._decision += stepped
         terminated = stepped & (self._decision >= self._n_arrivals)
-        self._time = np.where(terminated, self._horizon, self._slots[self._arange, np.minimum(self._decision, self._slots.shape[1] - 1)])
+        self._time = self._slots[self._arange, self._decision]  # slots[A] = T: the terminal time
         ended = np.flatnonzero(terminated)
         step_info = {}
         for key, value in zip(_STEP_KEYS, (invalid, expected, duration, preempted)):
@@ -404,17 +406,14 @@ class UECVectorEnv(VectorEnv):
     def _check_actions(self, actions: Any) -> np.ndarray:
         """``actions`` as an int64 array of shape (N,); ValueError like UECEnv's for a bad entry."""
         array = np.asarray(actions)
-        if array.shape != (self.num_envs,) or not np.issubdtype(array.dtype, np.integer):
+        if array.shape != (self.num_envs,) or array.dtype.kind not in "iu":
             raise ValueError(
                 f"actions={actions!r} is invalid: expected {self.num_envs} integers in [0, {self._n_actions - 1}] "
                 f"(an integer array of shape ({self.num_envs},))"
             )
-        bad = np.flatnonzero((array < 0) | (array >= self._n_actions))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(
-                f"actions[{i}]={array[i]!r} is invalid: expected an integer in [0, {self._n_actions - 1}]"
-            )
+        if array.min() < 0 or array.max() >= self._n_actions:
+            i = int(np.flatnonzero((array < 0) | (array >= self._n_actions))[0])
+            raise ValueError(f"actions[{i}]={array[i]!r} is invalid: expected an integer in [0, {self._n_actions - 1}]")
         return array.astype(np.int64, copy=False)
 
     def _accept(self, idx: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -426,7 +425,7 @@ class UECVectorEnv(VectorEnv):
         duration = (self._duration_cdf[idx, profile] <= u[:, None]).sum(axis=1) + 1  # searchsorted(cdf, u, "right") + 1
         limit = self._limits[idx, server]
         preempted = duration > limit
-        duration = np.where(preempted, limit, duration)
+        duration = np.minimum(duration, limit)
         self._preemptions[idx] += preempted
         free_from = t + duration
         cum = self._cum.reshape(-1)
@@ -446,8 +445,9 @@ class UECVectorEnv(VectorEnv):
         span = t[:, None] + np.arange(self._dims["D"])  # the block's slots (at most D)
         inside = (span < free_from[:, None]) & (span < horizon[:, None])
         span = np.minimum(span, self._dims["T"] - 1)
-        work_in_block = (self._releases[idx[:, None], server[:, None], span]
-                         + self._backlog[idx[:, None], span, server[:, None]]) > 0
+        where = (idx * self._K + server)[:, None]
+        work_in_block = (self._releases.reshape(-1, self._dims["T"])[where, span]
+                         + self._backlog.reshape(-1, self._dims["T"] + 1)[where, span]) > 0
         redo = np.flatnonzero((work_in_block & inside).any(axis=1))
         if redo.size:
             self._recompute_backlog(idx[redo], server[redo], t[redo], free_from[redo])
@@ -464,20 +464,15 @@ class UECVectorEnv(VectorEnv):
     def _recompute_backlog(self, idx: np.ndarray, server: np.ndarray, start: np.ndarray, free_from: np.ndarray) -> None:
         """Reserved backlog of ``server`` from ``start`` on, with the server blocked until ``free_from``:
         ``dynamics.backlog_trajectory`` on the whole horizon with zero net input before ``start``
-        (the same sums, so the same numbers)."""
-        horizon = self._horizon[idx][:, None]
+        (the same sums, so the same numbers; entries past an instance's horizon are never read)."""
         slot = np.arange(self._dims["T"])
-        after = (slot >= start[:, None]) & (slot < horizon)
-        available = np.where(slot < free_from[:, None], 0.0, self._capacity[idx, server])
-        net = np.where(after, self._releases[idx, server] - available, 0.0)
+        blocked = np.where(slot < free_from[:, None], self._releases[idx, server], self._unblocked_net[idx, server])
         walk = np.zeros((idx.size, slot.size + 1))
-        np.cumsum(net, axis=1, out=walk[:, 1:])
-        old = self._backlog[idx, :, server]
+        np.cumsum(np.where(slot >= start[:, None], blocked, 0.0), axis=1, out=walk[:, 1:])
+        old = self._backlog[idx, server]
         initial = old[np.arange(idx.size), start][:, None]
         trajectory = np.maximum(np.maximum(initial + walk, walk - np.minimum.accumulate(walk, axis=1)), 0.0)
-        every = np.arange(slot.size + 1)
-        keep = (every >= start[:, None]) & (every <= horizon)
-        self._backlog[idx, :, server] = np.where(keep, trajectory, old)
+        self._backlog[idx, server] = np.where(np.arange(slot.size + 1) >= start[:, None], trajectory, old)
 
     def _block_limits(self) -> np.ndarray:
         """(N, K) longest feasible block from each sub-env's current slot on each server:
@@ -504,45 +499,45 @@ class UECVectorEnv(VectorEnv):
                     lo = np.where(right, mid + 1, lo)
                     hi = np.where(right | (mid >= hi), hi, mid)
                 found.reshape(-1)[at] = lo
-        reach = np.where(binding, found, _UNBOUNDED).min(axis=2)
-        return np.where(reach == _UNBOUNDED, _UNBOUNDED, reach - 1 - t[:, None])
+        found[~binding] = _UNBOUNDED
+        reach = found[:, :, 0].copy()
+        for p in range(1, found.shape[2]):  # min over the pairs (faster than a reduction over a short last axis)
+            np.minimum(reach, found[:, :, p], out=reach)
+        # UNBOUNDED - 1 - t stays far above any duration: every use (the mask, the preemption test,
+        # the clipped observation) treats it exactly as UNBOUNDED
+        return reach - 1 - t[:, None]
 
     def _observe(self) -> np.ndarray:
         """The batch's observations; sets ``_mask``, ``_safe`` and ``_limits`` (what UECEnv's tables hold)."""
-        N, K, L = self.num_envs, self._K, self._L
+        N, K = self.num_envs, self._K
         t = self._time
         obs = self._rows[self._arange, self._decision]
         busy = t[:, None] < self._busy_until  # (N, K)
+        idle = ~busy
         limits = self._block_limits()
         inv_d = self._inv_duration[:, None]
         servers = obs[:, self._servers].reshape(N, K, 5)  # a view: writes go to obs
         servers[:, :, 1] = busy
-        servers[:, :, 2] = np.where(busy, np.minimum((t[:, None] - self._task_start) * inv_d, 1.0), 0.0)
-        backlog = self._backlog[self._arange, np.minimum(t, self._backlog.shape[1] - 1)]
-        future = self._future_releases[self._arange, np.minimum(t, self._future_releases.shape[1] - 1)]
-        servers[:, :, 3] = np.minimum((backlog + future) * self._inv_reserved[:, None], 1.0)
-        servers[:, :, 4] = np.where(busy, 0.0, np.minimum(limits * inv_d, 1.0))
-        fits = limits[:, :, None] >= self._max_duration[:, None, :]  # (N, K, L)
-        idle = ~busy[:, :, None]
-        safe = np.ones((N, 1 + K * L), bool)
-        safe[:, 1:] = (idle & fits).reshape(N, K * L)
-        mask = safe.copy() if self.reserved_priority == "mask" else np.ones((N, 1 + K * L), bool)
-        if self.reserved_priority != "mask":
-            mask[:, 1:] = np.broadcast_to(idle, (N, K, L)).reshape(N, K * L)
+        servers[:, :, 2] = np.minimum((t[:, None] - self._task_start) * inv_d, 1.0) * busy
+        backlog = self._backlog[self._arange, :, t] + self._future_releases[self._arange, t]
+        servers[:, :, 3] = np.minimum(backlog * self._inv_reserved[:, None], 1.0)
+        servers[:, :, 4] = np.minimum(limits * inv_d, 1.0) * idle
+        safe, mask = self._safe, self._mask  # column 0 (reject) is always True
+        safe[:, 1:] = (idle[:, :, None] & (limits[:, :, None] >= self._max_duration[:, None, :])).reshape(N, -1)
+        mask[:, 1:] = safe[:, 1:] if self.reserved_priority == "mask" else np.repeat(idle, self._L, axis=1)
         over = np.flatnonzero(self._decision >= self._n_arrivals)
         if over.size:  # the terminal observation: UECEnv's last table row, only "reject" feasible
             obs[over] = self._rows[over, self._decision[over]]
             mask[over, 1:] = False
             safe[over, 1:] = False
-        obs[:, self._mask_start :] = mask
-        self._mask, self._safe, self._limits = mask, safe, limits
+        obs[:, self._mask_start + 1 :] = mask[:, 1:]
+        self._limits = limits
         return obs
 
     def _base_info(self) -> dict[str, Any]:
         """The info keys every reset and step has (batched; every sub-env has them)."""
         every = np.ones(self.num_envs, bool)
-        device = np.where(self._decision < self._n_arrivals,
-                          self._devices[self._arange, np.minimum(self._decision, self._devices.shape[1] - 1)], -1)
+        device = self._devices[self._arange, self._decision]  # devices[A] = -1 after the end
         return {
             "action_mask": self._mask.astype(np.int8), "_action_mask": every,
             "safe_action_mask": self._safe.astype(np.int8), "_safe_action_mask": every,
