@@ -35,6 +35,9 @@ from envs.corais.dynamics import response_times, response_times_torch, stack_tab
 from envs.corais.generator import Scenario, edge_features, generate, make_scenario, request_features
 from envs.corais.types import Instance
 
+#: The env versions the trainer draws instances of (they differ only in the instance distribution).
+ENV_IDS: tuple[str, ...] = ("CoRaiS-v0", "CoRaiS-v1")
+
 
 def _cpu_model() -> ModelConfig:
     """The CPU-sized network (0.14 M parameters); the paper's is in conf/experiment/corais_train_paper.yaml."""
@@ -104,6 +107,20 @@ class TrainConfig:
         return out
 
 
+def training_scenario(env_cfg: dict) -> Scenario:
+    """The Scenario of an env config (``{"id": ..., "kwargs": {"scale": ..., "scenario_overrides": ...}}``,
+    or the kwargs alone): the env version's defaults (CoRaiS-v1: ``V1_DEFAULTS``), then the overrides."""
+    from envs.problems import get_problem, load_attr
+
+    kwargs = dict(env_cfg.get("kwargs", env_cfg) or {})
+    env_id = str(env_cfg.get("id") or "CoRaiS-v0") if "kwargs" in env_cfg else "CoRaiS-v0"
+    if env_id not in ENV_IDS:
+        raise ValueError(f"env id {env_id!r} is invalid for the CoRaiS trainer: expected one of {list(ENV_IDS)}")
+    defaults = getattr(load_attr(get_problem(env_id).entry_point), "scenario_defaults", {})
+    overrides = {**defaults, **dict(kwargs.get("scenario_overrides") or {})}
+    return make_scenario(kwargs.get("scale", (10, 5, 100)), **overrides)
+
+
 def make_batch(scenario: Scenario, rng: np.random.Generator, size: int) -> list[Instance]:
     """``size`` fresh instances from ``scenario``."""
     return [generate(scenario, rng) for _ in range(size)]
@@ -169,7 +186,8 @@ def train(
     device: str = "cpu",
     resume: bool = False,
 ) -> Path:
-    """Train the dispatcher on CoRaiS-v0 instances of ``env_cfg["kwargs"]`` (scale, scenario_overrides).
+    """Train the dispatcher on instances of ``env_cfg`` (``id`` CoRaiS-v0 or CoRaiS-v1, ``kwargs``: scale,
+    scenario_overrides; see :func:`training_scenario`).
 
     Returns the path of the final model (``run_dir/model.pt``). Checkpoints hold the model, the optimiser,
     the batch/step counters, the elapsed time and the random states, so ``resume=True`` continues the run
@@ -190,8 +208,7 @@ def train(
     from offline.corais import solve_exact
 
     cfg = TrainConfig.from_dict(dict(algo_cfg))
-    kwargs = dict(env_cfg.get("kwargs", env_cfg) or {})
-    scenario = make_scenario(kwargs.get("scale", (10, 5, 100)), **dict(kwargs.get("scenario_overrides") or {}))
+    scenario = training_scenario(env_cfg)
     if steps < 1:
         raise ValueError(f"steps={steps} is invalid: expected >= 1 (instances to dispatch)")
     run_dir = Path(run_dir)
@@ -328,6 +345,7 @@ class CLIConfig:
 
     run_dir: str = "???"  # mandatory: the run folder (model.pt, TensorBoard events, checkpoints/)
     scale: list[int] = field(default_factory=lambda: [10, 5, 100])  # (N, Q, Z) of the training instances
+    env_id: str = "CoRaiS-v0"  # CoRaiS-v0 or CoRaiS-v1 (its instance distribution)
     seed: int = 0
     steps: int = 10**9  # instances to dispatch (default: until algo.max_minutes)
     device: str = "cpu"
@@ -362,6 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     """Train without Hydra, key=value overrides of :class:`CLIConfig` (``algo.<key>`` as in conf/algo/corais.yaml)::
 
         python -m agents.corais.trainer run_dir=runs/corais_cpu algo.max_minutes=13.5
+        python -m agents.corais.trainer run_dir=runs/corais_v1 env_id=CoRaiS-v1 scale=[10,5,100]
         python -m agents.corais.trainer run_dir=runs/corais_seed7 seed=7 algo.lr=2e-4 algo.model.edge_mixing=mlp
         python -m agents.corais.trainer run_dir=runs/corais_paper experiment=corais_train_paper device=cuda
         python -m agents.corais.trainer run_dir=runs/corais_more algo.init_from=runs/corais_cpu/model.pt
@@ -396,7 +415,7 @@ def main(argv: list[str] | None = None) -> None:
     from agents.callbacks import TrainingInterrupted
 
     try:
-        path = train({"kwargs": {"scale": list(base.scale)}}, algo, run_dir=Path(base.run_dir), seed=base.seed,
+        path = train({"id": base.env_id, "kwargs": {"scale": list(base.scale)}}, algo, run_dir=Path(base.run_dir), seed=base.seed,
                      steps=base.steps, device=base.device, resume=base.resume)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

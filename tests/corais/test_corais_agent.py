@@ -154,20 +154,39 @@ def test_corais_agent__shipped_model_beats_local_at_training_scale() -> None:
     assert wins >= 4
 
 
+#: CoRaiS-v0 (10, 5, 100) test seeds (README's 10,000...) whose instances are not trivial: list_greedy_ls stays
+#: above the backlog-only bound (on the others any sensible dispatcher ties the optimum).
+NONTRIVIAL_SEEDS = (10000, 10003, 10005, 10009, 10011, 10016, 10017, 10018, 10020, 10023, 10024, 10027)
+
+
 @pytest.mark.skipif(not (PRETRAINED_DIR / "model.pt").is_file(), reason="no shipped CoRaiS checkpoint")
-def test_corais_agent__shipped_model_greedy_is_near_the_solver_and_beats_random1k() -> None:
-    """On 8 test instances (README's seeds): greedy within 20 % of HiGHS's incumbent on average
-    (measured 1.05 against the 10-s reference) and better than the best of 1,000 random dispatches."""
-    from offline.corais import solve_exact
+def test_corais_agent__shipped_model_on_non_trivial_instances_against_list_greedy_ls() -> None:
+    """Regression thresholds near the measured values, on non-trivial instances only, against the strong
+    simple baseline (deterministic, no solver time limit involved). Measured: greedy 1.134 x list_greedy_ls,
+    CoRaiS(1k) 1.014 x (so the shipped model does not beat list_greedy_ls; vs HiGHS 2 s: greedy 1.176,
+    CoRaiS(1k) 1.051, list_greedy_ls 1.037)."""
+    from envs.corais.dynamics import backlog_bound
 
     env = gym.make("CoRaiS-v0", scale=(10, 5, 100))
-    greedy = make_policy("CoRaiS-v0", "corais_greedy", env)
-    random1k = make_policy("CoRaiS-v0", "random1k", env)
-    gaps, wins = [], 0
-    for seed in range(10_000, 10_008):
-        cost = run_episode(env, greedy, seed=seed).final_info["cost"]
-        wins += cost < run_episode(env, random1k, seed=seed, policy_seed=seed).final_info["cost"]
-        incumbent = solve_exact(env.unwrapped.instance, time_limit=2.0, require_incumbent=True).cost
-        gaps.append(cost / incumbent)
-    assert wins == 8
-    assert np.mean(gaps) <= 1.2
+    policies = {n: make_policy("CoRaiS-v0", n, env) for n in ("corais_greedy", "corais_1k", "list_greedy_ls")}
+    ratios: dict[str, list[float]] = {"corais_greedy": [], "corais_1k": []}
+    for seed in NONTRIVIAL_SEEDS:
+        costs = {n: run_episode(env, p, seed=seed, policy_seed=seed).final_info["cost"] for n, p in policies.items()}
+        assert costs["list_greedy_ls"] > backlog_bound(env.unwrapped.instance) * (1 + 1e-9)  # non-trivial
+        for name in ratios:
+            ratios[name].append(costs[name] / costs["list_greedy_ls"])
+    assert np.mean(ratios["corais_greedy"]) <= 1.16
+    assert np.mean(ratios["corais_1k"]) <= 1.03
+
+
+@pytest.mark.skipif(not (PRETRAINED_DIR / "model.pt").is_file(), reason="no shipped CoRaiS checkpoint")
+@pytest.mark.xfail(strict=True, reason="Table VI heterogeneity with the shipped model fails: on batches of identical "
+                   "requests CoRaiS(1k) sends 0/13/30/44/13 requests to edges of slope 1.0...0.2 (README; the "
+                   "one-shot policy splits batches by request size and identical requests give it nothing to split)")
+def test_corais_agent__shipped_model_sends_more_requests_to_faster_edges() -> None:
+    env = gym.make("CoRaiS-v0", scale=(5, 5, 100), characteristic="heterogeneity")
+    policy = make_policy("CoRaiS-v0", "corais_1k", env)
+    counts = np.zeros(5)
+    for seed in range(5):
+        counts += run_episode(env, policy, seed=seed, policy_seed=seed).final_info["requests_per_edge"]
+    assert counts[4] > counts[0] and np.all(np.diff(counts / 5) >= -1)  # edges get faster from A to E
