@@ -1,13 +1,20 @@
 """Environment decisions per second against Gymnasium's CartPole-v1, measured in the same run.
 
-    python -m benchmarks.env_throughput [seconds=5]     # -h lists the keys
+    python -m benchmarks.env_throughput [seconds=5] [vector_seconds=1] [sizes=[1,16,64,256]]   # -h lists the keys
 
 UEC-v0 runs its default ("paper") preset with the instance fixed, under a uniformly random *feasible*
 policy (the mask is read from ``info["action_mask"]``); CartPole-v1 runs random actions. Both are
 created with ``gym.make`` (so both pay the same wrapper overhead), auto-reset at episode end, and are
 measured in alternating bursts so that both see the same load.
 Other envs report their own unit (OINC-v0: slots, ASET-v0: windows) when their benchmark is present.
-Timings are machine-dependent: quote the ratio, measured in one run.
+
+Vector section: decisions per second of N sub-envs (N in ``sizes``) for UEC-v0's native vector env
+(``gym.make_vec("UEC-v0", num_envs=N, vectorization_mode="vector_entry_point")``), for Gymnasium's
+``SyncVectorEnv`` of ``gym.make("UEC-v0")`` (``vectorization_mode="sync"``) and for Gymnasium's own
+CartPole-v1 vector env, under the same random (feasible) policy, all NEXT_STEP autoreset; a decision is a
+sub-env step that is not an autoreset. The three are measured in alternating bursts per N.
+Timings are machine-dependent: quote the ratios, measured in one run. The rows go to
+``results/benchmarks/performance.csv`` (``benchmarks.results``).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
@@ -73,6 +80,63 @@ def interleaved_rates(seconds: float, rounds: int = 20) -> tuple[float, float]:
     return cartpole.rate, uec.rate
 
 
+class VectorRunner:
+    """Steps a vector env under a uniformly random (feasible, if ``masked``) policy; counts decisions
+    (sub-env steps that are not NEXT_STEP autoresets)."""
+
+    def __init__(self, env: gym.vector.VectorEnv, masked: bool, seed: int = 0) -> None:
+        self.env, self.masked = env, masked
+        self.rng = np.random.default_rng(seed)
+        self.n_actions = int(env.single_action_space.n)
+        _, self.info = env.reset(seed=seed)
+        self.resetting = np.zeros(env.num_envs, bool)
+        self.decisions, self.seconds = 0, 0.0
+
+    def run(self, steps: int) -> None:
+        env, rng, info, n = self.env, self.rng, self.info, self.env.num_envs
+        decisions = 0
+        start = time.perf_counter()
+        for _ in range(steps):
+            if self.masked:  # uniform over the feasible actions: the largest random score among them
+                actions = np.argmax(np.where(info["action_mask"] > 0, rng.random((n, self.n_actions)), -1.0), axis=1)
+            else:
+                actions = rng.integers(self.n_actions, size=n)
+            decisions += n - int(self.resetting.sum())
+            _, _, terminated, truncated, info = env.step(actions)
+            self.resetting = terminated | truncated
+        self.seconds += time.perf_counter() - start
+        self.decisions += decisions
+        self.info = info
+
+    @property
+    def rate(self) -> float:
+        return self.decisions / self.seconds
+
+
+def vector_rates(num_envs: int, seconds: float, rounds: int = 10) -> dict[str, float]:
+    """Decisions per second of the native UEC vector env, SyncVectorEnv over gym.make("UEC-v0") and
+    CartPole-v1's native vector env at ``num_envs``, in alternating bursts (``seconds`` each in all)."""
+    runners = {
+        "native": VectorRunner(gym.make_vec("UEC-v0", num_envs=num_envs, vectorization_mode="vector_entry_point"), True),
+        "sync": VectorRunner(gym.make_vec("UEC-v0", num_envs=num_envs, vectorization_mode="sync"), True),
+        "cartpole": VectorRunner(
+            gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="vector_entry_point"), False
+        ),
+    }
+    for runner in runners.values():  # warm-up
+        runner.run(3)
+        runner.decisions, runner.seconds = 0, 0.0
+    burst = max(0.01, seconds / rounds)
+    for _ in range(rounds):
+        for runner in runners.values():
+            deadline = time.perf_counter() + burst
+            while time.perf_counter() < deadline:
+                runner.run(1)
+    for runner in runners.values():
+        runner.env.close()
+    return {name: runner.rate for name, runner in runners.items()}
+
+
 def optional_benchmarks() -> dict[str, tuple[str, Callable[[float], float]]]:
     """Per-env benchmarks other modules provide: name -> (unit, measure(seconds) -> rate)."""
     found = {}
@@ -90,10 +154,17 @@ def optional_benchmarks() -> dict[str, tuple[str, Callable[[float], float]]]:
 @dataclass
 class Options:
     seconds: float = 5.0  # wall time per measurement
+    vector_seconds: float = 1.0  # wall time per vector env and N (0: skip the vector section)
+    sizes: list[int] = field(default_factory=lambda: [1, 16, 64, 256])  # numbers of sub-envs N
+    write: bool = True  # write the rows to results/benchmarks/performance.csv
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
             raise ValueError(f"seconds={self.seconds} is invalid: expected a number > 0")
+        if not self.vector_seconds >= 0:
+            raise ValueError(f"vector_seconds={self.vector_seconds} is invalid: expected a number >= 0")
+        if not self.sizes or any(n < 1 for n in self.sizes):
+            raise ValueError(f"sizes={self.sizes} is invalid: expected a non-empty list of integers >= 1")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -103,12 +174,33 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _main(args: Options) -> None:
+    rows: list[dict[str, object]] = []
     cartpole, uec = interleaved_rates(args.seconds)
     print(f"CartPole-v1: {cartpole:12,.0f} steps/s")
     print(f"UEC-v0     : {uec:12,.0f} decisions/s  (paper preset, fixed instance, random feasible policy)")
     print(f"ratio UEC-v0 / CartPole-v1 = {uec / cartpole:.3f}  (goal >= 0.25)")
+    rows.append({"quantity": "CartPole-v1 gym.make", "value": cartpole, "unit": "steps/s"})
+    rows.append({"quantity": "UEC-v0 gym.make", "value": uec, "unit": "decisions/s",
+                 "ratio_to": "CartPole-v1 gym.make", "ratio": uec / cartpole})
     for label, (unit, measure) in optional_benchmarks().items():
-        print(f"{label}: {measure(args.seconds):12,.1f} {unit}")
+        rate = measure(args.seconds)
+        print(f"{label}: {rate:12,.1f} {unit}")
+        rows.append({"quantity": label, "value": rate, "unit": unit})
+    if args.vector_seconds > 0:
+        print("\nvector envs, decisions/s (paper preset, random feasible policy; CartPole: random):")
+        print(f"{'N':>5} {'UEC native':>12} {'UEC Sync':>12} {'native/Sync':>12} {'CartPole vec':>13} {'native/CartPole':>16}")
+        for n in args.sizes:
+            rates = vector_rates(n, args.vector_seconds)
+            native, sync, cart = rates["native"], rates["sync"], rates["cartpole"]
+            print(f"{n:>5} {native:>12,.0f} {sync:>12,.0f} {native / sync:>12.1f} {cart:>13,.0f} {native / cart:>16.3f}")
+            rows.append({"quantity": f"UEC-v0 native vector N={n}", "value": native, "unit": "decisions/s",
+                         "ratio_to": f"UEC-v0 SyncVectorEnv N={n}", "ratio": native / sync})
+            rows.append({"quantity": f"UEC-v0 SyncVectorEnv N={n}", "value": sync, "unit": "decisions/s"})
+            rows.append({"quantity": f"CartPole-v1 native vector N={n}", "value": cart, "unit": "steps/s"})
+    if args.write:
+        from benchmarks.results import write_rows
+
+        write_rows("env_throughput", rows)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
 """UEC-v0 as a native numpy-batched ``gymnasium.vector.VectorEnv`` (``gym.make_vec(..., "vector_entry_point")``).
 
-Every sub-env follows UECEnv's dynamics exactly (same seeds -> same trajectories); the step's bookkeeping
-runs over the whole batch at once. What UECEnv keeps up to date by rewriting the rows of later arrivals
-on every accept (busy flags, elapsed time, longest feasible block, reserved backlog, masks) is computed
-here at observation time from the batch's state, with the same formulas of ``envs.uec.dynamics``.
+How it is kept fast, and equal to UECEnv. Resets still go through each sub-env's own UECEnv (its
+generator, instance handling and ``_draw_arrivals``), so every sub-env draws exactly what the single env
+draws; the per-episode table is gathered from a per-instance table of UECEnv's observation rows for
+every (slot, device), computed once per instance by UECEnv's own ``_episode_observations``. What UECEnv
+keeps current by rewriting the rows of later arrivals on every accept (busy flag, elapsed time, longest
+feasible block, reserved backlog, masks) is instead computed for the whole batch at observation time
+from the batch's state arrays (leading axis N), with the same elementwise formulas as
+``envs.uec.dynamics`` in the same order, so the numbers are bit-identical; the accepts of a step are one
+batched update. Per step that is a fixed ~200 numpy calls, whatever N.
 """
 
 from __future__ import annotations
@@ -76,13 +81,15 @@ class UECVectorEnv(VectorEnv):
     """
     ## Description
 
-    ``num_envs`` copies of :class:`envs.uec.env.UECEnv` (UEC-v0, RESCUE's problem) stepped together with
-    numpy: ``gym.make_vec("UEC-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``.
+    ``num_envs`` copies of :class:`envs.uec.env.UECEnv` (UEC-v0, RESCUE's problem: online assignment of
+    retraining tasks to edge servers around reserved tasks) stepped together with numpy:
+    ``gym.make_vec("UEC-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``.
     Sub-env ``i`` is the single env: reset with the seed ``seed + i`` (``reset(seed=int)``, Gymnasium's
-    convention) it gives exactly the observations, rewards, flags and masks of
+    convention) it gives exactly the observations, rewards, flags, masks and infos of
     ``gym.make("UEC-v0", **kwargs)`` reset with ``seed + i`` and stepped with the same actions, across
-    auto-resets (tests/uec/test_vector_env.py). Per step the work is a few numpy operations over the
-    batch, instead of one Python ``step`` per sub-env plus ``SyncVectorEnv``'s info merging.
+    auto-resets (tests/uec/test_vector_env.py). A step is a fixed number of numpy operations over the
+    batch instead of one Python ``step`` per sub-env plus ``SyncVectorEnv``'s info merging, so it pays
+    from about N = 8 on (break-even near N = 5; ``python -m benchmarks.env_throughput`` measures it).
 
     ## Action Space
 
@@ -95,13 +102,19 @@ class UECVectorEnv(VectorEnv):
     ``Box(0, 1, (N, n), float32)``: row ``i`` is UECEnv's observation (``single_observation_space``,
     layout ``envs.uec.ObservationLayout``; the last ``1 + K·L`` entries are the action mask).
 
+    ## Starting State, Rewards, Episode End
+
+    As UECEnv's, per sub-env: ``rewards`` is float64 ``(N,)`` (the realised profits), ``terminated`` is
+    True after the decision on a sub-env's last arrival, ``truncated`` is always False.
+
     ## Autoreset
 
     ``metadata["autoreset_mode"]`` is ``AutoresetMode.NEXT_STEP`` by default (Gymnasium's default): the
     step that ends a sub-env's episode returns its terminal observation, and the next step resets it
-    (its action is ignored; reward 0, flags False). ``autoreset_mode=AutoresetMode.SAME_STEP`` (or ``"SameStep"``) instead returns the
-    first observation of the next episode at once, with the terminal observation and info in
-    ``infos["final_obs"]`` / ``infos["final_info"]`` (what SB3 expects; ``agents.vec_env`` needs it).
+    (its action is ignored; reward 0, flags False). ``autoreset_mode=AutoresetMode.SAME_STEP`` (or
+    ``"SameStep"``) instead returns the first observation of the next episode at once, with the terminal
+    observation and info in ``infos["final_obs"]`` / ``infos["final_info"]`` (what SB3 expects;
+    ``agents.vec_env`` needs it).
     Auto-resets draw from each sub-env's own generator without a seed, like ``SyncVectorEnv``.
 
     ## Information
@@ -110,8 +123,9 @@ class UECVectorEnv(VectorEnv):
     ``infos["_" + key]`` says which sub-envs have it. ``action_mask`` and ``safe_action_mask`` are
     ``(N, 1 + K·L)`` int8; the step keys (``invalid_action``, ``expected_profit``, ``duration``,
     ``preempted``) are set for the sub-envs that stepped, the episode-end keys (``episode_profit``, ...,
-    ``reserved_completed``, ``reserved_total``) for those whose episode ended. :meth:`action_masks`
-    returns the ``(N, 1 + K·L)`` bool mask (sb3-contrib's MaskablePPO convention).
+    ``reserved_completed``, ``reserved_total``) for those whose episode ended (see
+    :meth:`_summary_info` for how ``reserved_completed`` is obtained). :meth:`action_masks` returns the
+    ``(N, 1 + K·L)`` bool mask (sb3-contrib's MaskablePPO convention). ``render`` is not offered.
 
     ## Arguments
 

@@ -214,3 +214,10 @@ def test_vector_env__works_with_gymnasium_vector_wrappers():
             returns.extend(infos["episode"]["r"][infos["_episode"]])
             np.testing.assert_allclose(infos["episode"]["r"][terminated], infos["episode_profit"][terminated])
     assert len(returns) >= 3
+
+
+def test_vector_env__throughput_benchmark_runs_all_three_vector_envs():
+    from benchmarks.env_throughput import vector_rates
+
+    rates = vector_rates(2, seconds=0.06, rounds=2)
+    assert set(rates) == {"native", "sync", "cartpole"} and all(rate > 0 for rate in rates.values())
