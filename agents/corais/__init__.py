@@ -1,8 +1,9 @@
 """The CoRaiS attention dispatcher: model.py (network), policy.py (greedy / sampling decoding), trainer.py (REINFORCE).
 
-Importing this package registers the shipped dispatcher (``pretrained/model.pt``) for ``CoRaiS-v0``
-under ``corais_greedy`` and ``corais_<K>`` (best of K sampled dispatches); ``run_dir=`` loads another
-trained run instead (``agents.loading.resolve_policy``).
+Importing this package registers the shipped dispatchers under ``corais_greedy`` and ``corais_<K>`` (best
+of K sampled dispatches): ``pretrained/model.pt`` for ``CoRaiS-v0`` and, when shipped,
+``pretrained/model_v1.pt`` (trained on CoRaiS-v1 at (10, 5, 100)) for ``CoRaiS-v1``; ``run_dir=`` loads
+another trained run instead (``agents.loading.resolve_policy``).
 """
 
 from __future__ import annotations
@@ -19,13 +20,22 @@ DECODINGS: dict[str, int | None] = {
 }
 
 
-def _register(name: str, samples: int | None) -> None:
-    @register_learned_policy(ENV_ID, name)
+#: Shipped weights per env id (in agents/corais/pretrained/).
+SHIPPED: dict[str, str] = {"CoRaiS-v0": "model.pt", "CoRaiS-v1": "model_v1.pt"}
+PRETRAINED = Path(__file__).resolve().parent / "pretrained"
+
+
+def _register(env_id: str, name: str, samples: int | None) -> None:
+    @register_learned_policy(env_id, name)
     def factory(env: Any, run_dir: str | Path | None = None, **kwargs: Any) -> Any:
         from agents.corais.policy import load_corais_policy
 
+        if run_dir is None:
+            kwargs.setdefault("checkpoint", SHIPPED[env_id])
         return load_corais_policy(run_dir, env, samples=samples, **kwargs)
 
 
-for _name, _samples in DECODINGS.items():
-    _register(_name, _samples)
+for _env_id, _file in SHIPPED.items():
+    if _env_id == ENV_ID or (PRETRAINED / _file).is_file():
+        for _name, _samples in DECODINGS.items():
+            _register(_env_id, _name, _samples)

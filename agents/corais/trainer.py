@@ -359,7 +359,7 @@ class CLIConfig:
 
 
 def _experiment(name: str) -> dict[str, Any]:
-    """``algo``, ``steps`` and ``scale`` of conf/experiment/<name>.yaml (e.g. corais_train_paper)."""
+    """``algo``, ``steps``, ``scale`` and ``env_id`` of conf/experiment/<name>.yaml (e.g. corais_train_paper)."""
     import yaml
 
     conf = Path(__file__).resolve().parents[2] / "conf" / "experiment"
@@ -373,6 +373,10 @@ def _experiment(name: str) -> dict[str, Any]:
     scale = ((preset.get("env") or {}).get("kwargs") or {}).get("scale")
     if scale is not None:
         out["scale"] = scale
+    for entry in preset.get("defaults") or []:  # `- override /env: corais-v1` picks the env version
+        if isinstance(entry, dict) and "override /env" in entry:
+            out["env_id"] = {"corais-v0": "CoRaiS-v0", "corais-v1": "CoRaiS-v1"}.get(str(entry["override /env"]),
+                                                                                    "CoRaiS-v0")
     return out
 
 

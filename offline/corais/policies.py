@@ -140,15 +140,22 @@ class ExactPolicy(_InstancePolicy):
 
 class ListGreedyPolicy(_InstancePolicy):
     """List scheduling, requests in decreasing size to the earliest-completing edge; with
-    ``local_search=True`` then move/swap local search (``offline.corais.greedy``; reads the instance)."""
+    ``local_search=True`` then move/swap local search until no improvement or ``time_limit`` seconds
+    (default 10, as the exact solver's; at the paper's scales up to (100, 50, 800) it stops well before)
+    (``offline.corais.greedy``; reads the instance)."""
 
-    def __init__(self, local_search: bool = False) -> None:
+    def __init__(self, local_search: bool = False, time_limit: float = 10.0) -> None:
         super().__init__()
+        if not isinstance(time_limit, (int, float)) or isinstance(time_limit, bool) or not time_limit > 0:
+            raise ValueError(f"time_limit={time_limit!r} is invalid: expected a number of seconds > 0")
         self.local_search = bool(local_search)
+        self.time_limit = float(time_limit)
         self.name = "list_greedy_ls" if self.local_search else "list_greedy"
 
     def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
-        return list_greedy_ls(self.instance) if self.local_search else list_greedy(self.instance)
+        if self.local_search:
+            return list_greedy_ls(self.instance, time_limit=self.time_limit)
+        return list_greedy(self.instance)
 
 
 def _register_all(env_id: str) -> None:
@@ -187,8 +194,8 @@ def _register_all(env_id: str) -> None:
         return ListGreedyPolicy(local_search=False)
 
     @register_policy(env_id, "list_greedy_ls")
-    def _make_list_greedy_ls(env: gym.Env) -> ListGreedyPolicy:
-        return ListGreedyPolicy(local_search=True)
+    def _make_list_greedy_ls(env: gym.Env, time_limit: float = 10.0) -> ListGreedyPolicy:
+        return ListGreedyPolicy(local_search=True, time_limit=time_limit)
 
 
 for _env_id in ENV_IDS:

@@ -18,9 +18,11 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 EXPERIMENTS = sorted((CONF / "experiment").glob("corais_*.yaml"))
 
 
-def test_corais_configs__env_and_algo_files_are_valid() -> None:
-    env_cfg = yaml.safe_load((CONF / "env" / "corais-v0.yaml").read_text())
-    assert env_cfg["id"] == "CoRaiS-v0" and env_cfg["reference_policy"] in available_policies("CoRaiS-v0")
+@pytest.mark.parametrize("name", ["corais-v0", "corais-v1"])
+def test_corais_configs__env_and_algo_files_are_valid(name: str) -> None:
+    env_cfg = yaml.safe_load((CONF / "env" / f"{name}.yaml").read_text())
+    assert env_cfg["id"] == name.replace("corais", "CoRaiS") and env_cfg["reference_policy"] in available_policies(
+        env_cfg["id"])
     gym.make(env_cfg["id"], **env_cfg["kwargs"]).reset(seed=0)
     algo = yaml.safe_load((CONF / "algo" / "corais.yaml").read_text())
     cfg = TrainConfig.from_dict(algo)
@@ -30,7 +32,10 @@ def test_corais_configs__env_and_algo_files_are_valid() -> None:
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
 def test_corais_configs__experiments_name_registered_policies_and_valid_scales(path: Path) -> None:
     cfg = yaml.safe_load(path.read_text())
-    known = set(available_policies("CoRaiS-v0"))
+    env_name = next((d["override /env"] for d in cfg.get("defaults", []) if isinstance(d, dict)
+                     and "override /env" in d), "corais-v0")
+    env_id = yaml.safe_load((CONF / "env" / f"{env_name}.yaml").read_text())["id"]
+    known = set(available_policies(env_id))
     assert set(cfg.get("policies", [])) <= known
     reference = cfg.get("evaluation_kwargs", {}).get("reference", "exact")
     assert reference == "exact" or reference in cfg["policies"]
@@ -40,3 +45,11 @@ def test_corais_configs__experiments_name_registered_policies_and_valid_scales(p
                 parse_scale(value)
     if "algo" in cfg:
         ModelConfig(**TrainConfig.from_dict(cfg["algo"]).model)
+
+
+def test_corais_configs__v1_training_presets_name_the_v1_env() -> None:
+    from agents.corais.trainer import _experiment
+
+    for path in sorted((CONF / "experiment").glob("corais_v1_train_*.yaml")):
+        preset = _experiment(path.stem)
+        assert preset["env_id"] == "CoRaiS-v1" and len(preset["scale"]) == 3
