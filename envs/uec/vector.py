@@ -49,6 +49,8 @@ class _InstanceTables:
     pair_end: np.ndarray
     pair_slack: np.ndarray
     duration_cdf: np.ndarray  # (L, D)
+    merged_cum: np.ndarray  # (K·C,) every server's capacity sums, sorted together
+    rank: np.ndarray  # (K, K·C + 1): rank[k, m] = how many of server k's sums are among merged_cum[:m]
 
 
 def _instance_tables(env: UECEnv) -> _InstanceTables:
@@ -64,7 +66,13 @@ def _instance_tables(env: UECEnv) -> _InstanceTables:
     slack = np.full((inst.num_servers, P), np.inf)
     for k, p in enumerate(pairs):
         start[k, : p.start.size], end[k, : p.start.size], slack[k, : p.start.size] = p.start, p.end, p.slack
+    order = np.argsort(env._cum, axis=None, kind="stable")
+    owner = np.arange(inst.num_servers).repeat(env._cum.shape[1])[order]
+    rank = np.zeros((inst.num_servers, order.size + 1), np.int64)
+    np.cumsum(owner[None, :] == np.arange(inst.num_servers)[:, None], axis=1, out=rank[:, 1:])
     return _InstanceTables(
+        merged_cum=env._cum.reshape(-1)[order],
+        rank=rank,
         instance=inst,
         static_rows=rows,
         expected=env._profit_by_time,
@@ -288,6 +296,8 @@ class UECVectorEnv(VectorEnv):
         self._inv_reserved[i] = env._inv_reserved_scale
         self._tables[i] = tables
         self._shared = tables if all(t is not None and t.instance is inst for t in self._tables) else None
+        if self._shared is not None:  # flat offset of rank[k] for every (sub-env, server, pair)
+            self._rank_base = (np.arange(self._K) * tables.rank.shape[1])[None, :, None]
         live = {id(t.instance) for t in self._tables if t is not None}
         for key in [key for key in self._cache if key not in live]:
             del self._cache[key]
@@ -496,10 +506,10 @@ class UECVectorEnv(VectorEnv):
         flat, base = self._cum.reshape(-1), self._cum_base
         room = flat[base + first] + (self._pair_slack + dynamics.BLOCK_TOL)
         binding = room < flat[base + np.maximum(self._pair_end + 1, first)]
-        if self._shared is not None:  # one instance: searchsorted on each server's capacity sums
-            found = np.empty(room.shape, np.int64)
-            for k, cum in enumerate(self._shared.cum):
-                found[:, k] = np.searchsorted(cum, room[:, k], side="right")
+        if self._shared is not None:  # one instance: one searchsorted on all servers' sums, then per-server ranks
+            # (searchsorted(cum[k], room, "right") = the number of server k's sums <= room)
+            merged = np.searchsorted(self._shared.merged_cum, room, side="right")
+            found = self._shared.rank.reshape(-1)[self._rank_base + merged]
         else:  # a binary search over the rows, for the binding pairs: the number of entries <= room
             found = np.zeros(room.shape, np.int64)
             at = np.flatnonzero(binding)
