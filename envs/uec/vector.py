@@ -42,8 +42,7 @@ class _InstanceTables:
 
     instance: Instance
     static_rows: np.ndarray  # (T·J + 1, n) float32: UECEnv's observation of (t, j) before any accept; last = terminal
-    expected: np.ndarray  # (T, J, K·L) R_jkl(t)
-    profit_factor: np.ndarray  # (J, T) w_j·a_j(t)
+    arrival_rows: np.ndarray  # (T·J, 3 + K + K·L) what a step reads of an arrival of j at t (see _ARRIVAL)
     cum: np.ndarray  # (K, C) capacity prefix sums
     pair_start: np.ndarray  # (K, P) Hall pairs, padded with never-binding pairs
     pair_end: np.ndarray
@@ -75,8 +74,13 @@ def _instance_tables(env: UECEnv) -> _InstanceTables:
         rank=rank,
         instance=inst,
         static_rows=rows,
-        expected=env._profit_by_time,
-        profit_factor=inst.weight[:, None] * inst.accuracy_gap,
+        arrival_rows=np.concatenate([
+            (inst.weight[:, None] * inst.accuracy_gap).T.reshape(T * J, 1),  # w_j·a_j(t)
+            np.tile(inst.perf_scale, T)[:, None],
+            np.tile(inst.perf_rate, T)[:, None],
+            np.tile(inst.budget, (T, 1)),
+            env._profit_by_time.reshape(T * J, -1),  # R_jkl(t)
+        ], axis=1),
         cum=env._cum,
         pair_start=start,
         pair_end=end,
@@ -223,12 +227,7 @@ class UECVectorEnv(VectorEnv):
             "rows": (("T1", n), np.float32, 0.0),
             "slots": (("T1",), np.int64, 0),
             "devices": (("T1",), np.int64, -1),
-            "duration_u": (("T1",), np.float64, 0.0),
-            "expected": (("T", kl), np.float64, 0.0),
-            "profit_factor": (("T",), np.float64, 0.0),
-            "budget": (("T", K), np.int64, 0),
-            "perf_scale": (("T",), np.float64, 0.0),
-            "perf_rate": (("T",), np.float64, 0.0),
+            "arrival": (("T", 4 + K + kl), np.float64, 0.0),  # duration uniform, then arrival_rows (_ARRIVAL)
             "n_arrivals": ((), np.int64, 0),
             # state
             "decision": ((), np.int64, 0),
@@ -313,14 +312,10 @@ class UECVectorEnv(VectorEnv):
         self._slots[i, A:] = T
         self._devices[i, :A] = devices
         self._devices[i, A:] = -1
-        self._duration_u[i, :A] = u
+        self._arrival[i, :A, 0] = u
+        self._arrival[i, :A, 1:] = tables.arrival_rows[slots * J + devices]
         self._rows[i, :A] = tables.static_rows[slots * J + devices]
         self._rows[i, A] = tables.static_rows[-1]
-        self._expected[i, :A] = tables.expected[slots, devices]
-        self._profit_factor[i, :A] = tables.profit_factor[devices, slots]
-        self._budget[i, :A] = env.instance.budget[devices]
-        self._perf_scale[i, :A] = env.instance.perf_scale[devices]
-        self._perf_rate[i, :A] = env.instance.perf_rate[devices]
         self._decision[i] = 0
         self._time[i] = slots[0]
         self._busy_until[i] = 0
@@ -445,7 +440,8 @@ class UECVectorEnv(VectorEnv):
         and UECEnv._accept, elementwise in the same order (so the same floating-point numbers)."""
         server, profile = np.divmod(actions - 1, self._L)
         d, t = self._decision[idx], self._time[idx]
-        u = self._duration_u[idx, d]
+        arrival = self._arrival[idx, d]  # (n, 4 + K + K·L): u, w_j·a_j(t), A_j, B_j, budgets, R_jkl(t)
+        u = arrival[:, 0]
         duration = (self._duration_cdf[idx, profile] <= u[:, None]).sum(axis=1) + 1  # searchsorted(cdf, u, "right") + 1
         limit = self._limits[idx, server]
         preempted = duration > limit
@@ -457,9 +453,10 @@ class UECVectorEnv(VectorEnv):
         # realised profit (dynamics.realised_profit)
         cum_t = cum[row + t]
         work = cum[row + free_from] - cum_t
-        reward = self._profit_factor[idx, d] * (self._perf_scale[idx, d] * np.log1p(self._perf_rate[idx, d] * work))
-        reward[(duration > self._budget[idx, d, server]) | preempted] = 0.0
-        expected = self._expected[idx, d, actions - 1]
+        reward = arrival[:, 1] * (arrival[:, 2] * np.log1p(arrival[:, 3] * work))
+        rows = np.arange(idx.size)
+        reward[(duration > arrival[rows, 4 + server]) | preempted] = 0.0
+        expected = arrival[rows, 3 + self._K + actions]
         # slack of the server's reserved-task constraints (dynamics.block_slack_reduction)
         lo = np.maximum(self._pair_start[idx, server], t[:, None])
         hi = np.maximum(np.minimum(self._pair_end[idx, server] + 1, free_from[:, None]), lo)
