@@ -67,6 +67,7 @@ class Device(str, Enum):
 class VecEnv(str, Enum):
     dummy = "dummy"  # DummyVecEnv: the n_envs envs step in this process
     subproc = "subproc"  # SubprocVecEnv: one process per env
+    native = "native"  # the env's own numpy-batched VectorEnv (registered vector_entry_point, e.g. UEC-v0)
 
 
 @dataclass
@@ -210,6 +211,8 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
         if not torch.cuda.is_available():
             raise ValueError("device=cuda but no CUDA device is available; valid values here: ['auto', 'cpu']")
 
+    if plain["vec_env"] == "native":
+        check_native_vector_env(plain["env"])
     spec = get_spec(plain["algo"])
     plain["algo"] = validate_algo_config(plain["algo"])
     top = OmegaConf.create(plain)
@@ -217,6 +220,36 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
     if spec.kind == "sb3" and top.steps == 0:
         raise ValueError(f"steps=0 is invalid for algo={spec.name}: expected an integer >= 1")
     return Prepared(cfg=top, env=env, algo=plain["algo"], spec=spec, steps=int(top.steps))
+
+
+def check_native_vector_env(env_cfg: dict[str, Any]) -> None:
+    """``vec_env=native`` needs an env registered with a ``vector_entry_point`` and no wrappers."""
+    import envs  # noqa: F401  (registers the suite's problems)
+    from envs.problems import PROBLEMS
+
+    native = [env_id for env_id, problem in PROBLEMS.items() if problem.vector_entry_point]
+    problem = PROBLEMS.get(str(env_cfg["id"]))
+    if problem is None or not problem.vector_entry_point:
+        raise ValueError(f"vec_env=native is invalid for env {env_cfg['id']}: envs with a native vector env: {native}; "
+                         "valid values here: ['dummy', 'subproc']")
+    if env_cfg.get("wrappers"):
+        raise ValueError(f"vec_env=native cannot apply env.wrappers={list(env_cfg['wrappers'])} (they wrap single "
+                         "envs): use vec_env=dummy or env.wrappers=[]")
+
+
+def make_native_vec_env(env_cfg: dict[str, Any], n_envs: int, seed: int) -> Any:
+    """The env's own batched VectorEnv (SAME_STEP autoreset) as an SB3 VecEnv with episode statistics."""
+    import gymnasium as gym
+    from gymnasium.vector import AutoresetMode
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from agents.vec_env import GymnasiumVectorToSB3
+
+    vector = gym.make_vec(str(env_cfg["id"]), num_envs=n_envs, vectorization_mode="vector_entry_point",
+                          autoreset_mode=AutoresetMode.SAME_STEP, **(env_cfg.get("kwargs") or {}))
+    venv = GymnasiumVectorToSB3(vector)
+    venv.seed(seed)
+    return VecMonitor(venv)
 
 
 def make_env(env_cfg: dict[str, Any]) -> Any:
@@ -574,10 +607,14 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
     start = resume.start_step if resume is not None else 0
     interrupt = GracefulInterrupt()
     with interrupt:  # from here on a signal stops training at the next env step, with everything saved
+        eval_env = make_env(prepared.env)  # one instance for learner and reference: per-instance caches are shared
         vec_cls = SubprocVecEnv if top.vec_env == "subproc" else DummyVecEnv
         # a resumed run draws new training episodes (seed + steps done), not the first ones again
-        venv = make_vec_env(lambda: make_env(prepared.env), n_envs=n_envs, seed=int(top.seed) + start,
-                            vec_env_cls=vec_cls)
+        if top.vec_env == "native":
+            venv = make_native_vec_env(prepared.env, n_envs, int(top.seed) + start)
+        else:
+            venv = make_vec_env(lambda: make_env(prepared.env), n_envs=n_envs, seed=int(top.seed) + start,
+                                vec_env_cls=vec_cls)
         if resume is not None and resume.checkpoint is not None:
             model = cls.load(resume.checkpoint, env=venv, device=str(top.device))
             buffer = replay_buffer_file(resume.checkpoint)
@@ -592,7 +629,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
             if "mask_dim" in cls.__init__.__code__.co_varnames:
                 kwargs["mask_dim"] = mask_dim
             model = cls(algo["policy"], venv, seed=int(top.seed), device=str(top.device), verbose=0,
-                        policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}), **kwargs)
+                        policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}, eval_env), **kwargs)
         logger = configure_logger(run_dir, resume=resume is not None)
         model.set_logger(logger)
         logger.record("hparams", HParam(_hparams(prepared), {"eval/mean_reward": 0.0}),
@@ -600,7 +637,6 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
 
         reference_name, reference = (None, None)
         bound = episode_bound(prepared.env) if top.eval.bound else None
-        eval_env = make_env(prepared.env)  # one instance for learner and reference: per-instance caches are shared
         if top.eval.reference:
             reference_name, reference = reference_summary(prepared.env, seeds, bound, env=eval_env)
             if reference is not None:

@@ -223,8 +223,8 @@ def validate_algo_config(algo_cfg: DictConfig | Mapping[str, Any]) -> dict[str, 
         raise ValueError(f"algo={spec.name}: invalid configuration{key} ({str(err.msg).splitlines()[0]}); valid keys: {valid}") from None
     assert isinstance(algo, dict)
     check_algo_ranges(algo)
-    if isinstance(algo.get("policy_kwargs"), Mapping):
-        resolve_policy_kwargs({"net_arch": algo["policy_kwargs"].get("net_arch")})  # a preset name must exist
+    if isinstance(algo.get("policy_kwargs"), Mapping):  # a preset name or head class must exist
+        resolve_policy_kwargs({k: algo["policy_kwargs"].get(k) for k in ("net_arch", "head")})
     if hasattr(schema, "from_dict"):  # a custom trainer's own checks (e.g. CoRaiS' baseline names)
         schema.from_dict(algo)
     return algo
@@ -372,10 +372,21 @@ NET_ARCH_PRESETS: dict[str, list[int]] = {
 }
 
 
-def resolve_policy_kwargs(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Turn import-path strings in ``*_class`` / ``*_fn`` entries into objects (YAML can't hold classes) and a
-    :data:`NET_ARCH_PRESETS` name in ``net_arch`` into its layers."""
+def resolve_policy_kwargs(policy_kwargs: dict[str, Any], env: Any = None) -> dict[str, Any]:
+    """Turn import-path strings in ``*_class`` / ``*_fn`` entries into objects (YAML can't hold classes), a
+    :data:`NET_ARCH_PRESETS` name in ``net_arch`` into its layers, and, for a ``head`` whose class has
+    ``kwargs_for_env(env)`` (e.g. the UEC per-action scorer), fill ``head_kwargs`` from ``env``."""
     out = dict(policy_kwargs)
+    head = policy_kwargs.get("head")
+    if head is not None:
+        try:
+            head_class = import_path(head) if isinstance(head, str) else head
+        except (ImportError, AttributeError, ValueError) as err:
+            raise ValueError(f"algo.policy_kwargs.head={head!r} cannot be imported ({err}); expected "
+                             "'module:Class', e.g. agents.uec.sac_head:UECActionScorer") from None
+        from_env = getattr(head_class, "kwargs_for_env", None)
+        if env is not None and from_env is not None:
+            out["head_kwargs"] = {**from_env(env), **(policy_kwargs.get("head_kwargs") or {})}
     arch = policy_kwargs.get("net_arch")
     if isinstance(arch, str):
         if arch not in NET_ARCH_PRESETS:

@@ -60,6 +60,7 @@ from torch import nn
 
 from agents.masking import FeasibleWarmupMixin, action_dims, mask_from_obs
 from agents.off_policy import fast_optimizer_kwargs, update_schedule
+from envs.problems import load_attr
 
 SelfDiscreteSAC = TypeVar("SelfDiscreteSAC", bound="DiscreteSAC")
 
@@ -230,6 +231,15 @@ class HeadLayout(nn.Module):
         return out
 
 
+def make_head(features_dim: int, n_outputs: int, net_arch: list[int], activation_fn: type[nn.Module],
+              head_class: type[nn.Module] | None = None, head_kwargs: dict[str, Any] | None = None) -> nn.Module:
+    """The network from features to one output per (head, choice): an MLP, or ``head_class`` (e.g. a
+    per-action scorer such as :class:`agents.uec.sac_head.UECActionScorer`)."""
+    if head_class is None:
+        return nn.Sequential(*create_mlp(features_dim, n_outputs, net_arch, activation_fn))
+    return head_class(features_dim, n_outputs, net_arch, activation_fn, **(head_kwargs or {}))
+
+
 class CategoricalActor(BasePolicy):
     """Features → MLP → one logit per (head, choice)."""
 
@@ -242,15 +252,16 @@ class CategoricalActor(BasePolicy):
         net_arch: list[int],
         activation_fn: type[nn.Module] = nn.ReLU,
         normalize_images: bool = True,
+        head_class: type[nn.Module] | None = None,
+        head_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(observation_space, action_space, features_extractor=features_extractor,
                          normalize_images=normalize_images)
         self.net_arch = net_arch
         self.features_dim = features_dim
         self.activation_fn = activation_fn
-        self.logits_net = nn.Sequential(
-            *create_mlp(features_dim, int(sum(action_dims(action_space))), net_arch, activation_fn)
-        )
+        self.logits_net = make_head(features_dim, int(sum(action_dims(action_space))), net_arch, activation_fn,
+                                    head_class, head_kwargs)
 
     def forward(self, obs: PyTorchObs) -> th.Tensor:
         return self.logits_net(self.extract_features(obs, self.features_extractor))
@@ -271,13 +282,15 @@ class ActionValueCritic(BasePolicy):
         net_arch: list[int],
         activation_fn: type[nn.Module] = nn.ReLU,
         normalize_images: bool = True,
+        head_class: type[nn.Module] | None = None,
+        head_kwargs: dict[str, Any] | None = None,
         n_critics: int = 2,
     ) -> None:
         super().__init__(observation_space, action_space, features_extractor=features_extractor,
                          normalize_images=normalize_images)
         n_out = int(sum(action_dims(action_space)))
         self.q_networks = nn.ModuleList(
-            nn.Sequential(*create_mlp(features_dim, n_out, net_arch, activation_fn)) for _ in range(n_critics)
+            make_head(features_dim, n_out, net_arch, activation_fn, head_class, head_kwargs) for _ in range(n_critics)
         )
 
     def forward(self, obs: PyTorchObs) -> list[th.Tensor]:
@@ -293,6 +306,8 @@ class DiscreteSACPolicy(BasePolicy):
 
     :param net_arch: hidden layers, a list (shared by actor and critics) or ``{"pi": [...], "qf": [...]}``
     :param mask_dim: number of trailing observation entries holding the action mask (0 = none)
+    :param head: the output network of actor and critics (a class or "module:Class"; default an MLP), e.g.
+        ``agents.uec.sac_head:UECActionScorer`` for UEC-v0; ``head_kwargs`` go to it
     """
 
     actor: CategoricalActor
@@ -313,6 +328,8 @@ class DiscreteSACPolicy(BasePolicy):
         optimizer_kwargs: dict[str, Any] | None = None,
         n_critics: int = 2,
         mask_dim: int = 0,
+        head: type[nn.Module] | str | None = None,
+        head_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(
             observation_space,
@@ -335,14 +352,18 @@ class DiscreteSACPolicy(BasePolicy):
         self.activation_fn = activation_fn
         self.n_critics = n_critics
         self.mask_dim = int(mask_dim)
+        self.head = head
+        self.head_kwargs = dict(head_kwargs or {})
         self.layout = HeadLayout(action_dims(action_space))
         self._build(lr_schedule)
 
     def _build(self, lr_schedule: Schedule) -> None:
+        head_class = load_attr(self.head) if isinstance(self.head, str) else self.head
+
         def make(cls: type[BasePolicy], arch: list[int], **extra: Any) -> Any:
             extractor = self.make_features_extractor()
             return cls(self.observation_space, self.action_space, extractor, extractor.features_dim, arch,
-                       self.activation_fn, self.normalize_images, **extra)
+                       self.activation_fn, self.normalize_images, head_class, self.head_kwargs, **extra)
 
         self.actor = make(CategoricalActor, self.pi_arch)
         self.critic = make(ActionValueCritic, self.qf_arch, n_critics=self.n_critics)
@@ -366,6 +387,8 @@ class DiscreteSACPolicy(BasePolicy):
                 optimizer_kwargs=self.optimizer_kwargs,
                 n_critics=self.n_critics,
                 mask_dim=self.mask_dim,
+                head=self.head,
+                head_kwargs=self.head_kwargs,
             )
         )
         return data

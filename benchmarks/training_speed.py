@@ -53,8 +53,11 @@ algo = dict(prep.algo)
 kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy", "policy_kwargs")}
 if "mask_dim" in cls.__init__.__code__.co_varnames:
     kwargs["mask_dim"] = mask_dim
-model = cls(algo["policy"], env, seed=0, device="cpu", verbose=0,
-            policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}), **kwargs)
+try:
+    policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {}, env)
+except TypeError:  # older commits: no env argument
+    policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {})
+model = cls(algo["policy"], env, seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs)
 model.set_logger(configure(None, []))
 model.learn(args["warmup"])
 start, cpu = time.perf_counter(), time.process_time()

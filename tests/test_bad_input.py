@@ -165,16 +165,20 @@ TRAIN_CASES: list[tuple[str, str]] = [
     ("algo.learning_starts=-1", "learning_starts"), ("algo.train_freq=0", "train_freq"),
     ("algo.gradient_steps=0", "gradient_steps"), ("algo.target_entropy_ratio=1.5", "target_entropy_ratio"),
     ("algo.target_entropy_ratio=0", "target_entropy_ratio"), ("algo.batch_size=200000", "batch_size"),
-    ("algo.ent_coef_init=0", "ent_coef_init"),
+    ("algo.ent_coef_init=0", "ent_coef_init"), ("algo.update_ratio=0", "update_ratio"),
+    ("algo.policy_kwargs.net_arch=huge", "net_arch"), ("+algo.policy_kwargs.head=agents.nowhere:Head", "head"),
+    ("env.wrappers=[offline.uec.features:LPFeatures] vec_env=native", "vec_env"),
 ]
 DQN_CASES: list[tuple[str, str]] = [
     ("algo.exploration_fraction=1.5", "exploration_fraction"), ("algo.exploration_final_eps=-0.1", "exploration_final_eps"),
     ("algo.exploration_initial_eps=2", "exploration_initial_eps"), ("algo.target_update_interval=0", "target_update_interval"),
     ("algo.batch_size=0", "batch_size"), ("algo.gamma=1.5", "gamma"), ("algo.max_grad_norm=-1", "max_grad_norm"),
+    ("algo.update_ratio=0.01", "update_ratio"),
 ]
 TRAIN_FIT_CASES: list[tuple[list[str], str]] = [
     (["env=oinc-v0", "algo=dqn"], "algo"), (["env=corais-v0", "algo=sac"], "algo"),
     (["env=uec-v0", "algo=corais"], "algo"), (["env=oinc-v0", "algo=corais_uec"], "algo"),
+    (["env=oinc-v0", "algo=sac", "vec_env=native"], "vec_env"),
 ]
 
 
@@ -187,8 +191,9 @@ def _train_cfg(overrides: list[str]):
 def test_bad_input__train_sac_key(override: str, key: str, tmp_path: Path):
     import train
 
+    parts = override.split()
     with pytest.raises(ValueError, match=key.split(".")[-1]):
-        train.run(_train_cfg(["env=uec-v0", "algo=sac", f"out={tmp_path / 'runs'}", override]), overrides=[override])
+        train.run(_train_cfg(["env=uec-v0", "algo=sac", f"out={tmp_path / 'runs'}", *parts]), overrides=parts)
     assert not (tmp_path / "runs").exists(), "no run folder after a validation error"
 
 

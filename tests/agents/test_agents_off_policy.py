@@ -50,3 +50,40 @@ def test_net_arch_presets_resolve_and_unknown_names_are_rejected_with_the_valid_
         validate_algo_config({"name": "sac", "policy_kwargs": {"net_arch": "huge"}})
     with pytest.raises(ValueError, match="update_ratio"):
         validate_algo_config({"name": "dqn", "update_ratio": 0})
+
+
+def test_uec_action_scorer_shares_weights_across_ssps_and_reads_the_layout_from_the_env(tmp_path):
+    """The per-SSP score depends on SSP (k, l)'s own inputs only through shared weights: permuting two
+    servers' features permutes their scores. The head is saved with the model and loads back."""
+    from agents.uec.sac_head import UECActionScorer
+    from offline.uec.features import LPFeatures
+
+    env = gym.make("UEC-v0")
+    kwargs = resolve_policy_kwargs({"head": "agents.uec.sac_head:UECActionScorer", "net_arch": [16, 16]}, env)
+    assert kwargs["head_kwargs"] == {"num_servers": 4, "num_devices": 14, "num_profiles": 4, "lp_features": False}
+    assert UECActionScorer.kwargs_for_env(LPFeatures(gym.make("UEC-v0")))["lp_features"] is True
+    net = UECActionScorer(91, 17, [16, 16], th.nn.ReLU, **kwargs["head_kwargs"])
+    obs = th.as_tensor(env.reset(seed=0)[0])[None]
+    layout = net.layout
+    swapped = obs.clone()
+    servers = swapped[0, layout.slices["servers"]].reshape(4, 5)
+    swapped[0, layout.slices["servers"]] = servers[[1, 0, 2, 3]].reshape(-1)
+    budget = swapped[0, layout.slices["task"]][2:]
+    swapped[0, layout.slices["task"].start + 2:layout.slices["task"].stop] = budget[[1, 0, 2, 3]]
+    for part in ("ssp_profit", "ssp_duration"):
+        block = swapped[0, layout.slices[part]].reshape(4, 4)
+        swapped[0, layout.slices[part]] = block[[1, 0, 2, 3]].reshape(-1)
+    with th.no_grad():
+        a, b = net(obs)[0, 1:].reshape(4, 4), net(swapped)[0, 1:].reshape(4, 4)
+    assert th.allclose(a[[1, 0, 2, 3]], b, atol=1e-6)
+    with pytest.raises(ValueError, match="expects"):
+        UECActionScorer(90, 17, [16], th.nn.ReLU, **kwargs["head_kwargs"])
+
+    model = DiscreteSAC("MlpPolicy", env, mask_dim=17, device="cpu", learning_starts=10, batch_size=8,
+                        policy_kwargs=kwargs)
+    model.learn(30)
+    model.save(tmp_path / "m")
+    loaded = DiscreteSAC.load(tmp_path / "m.zip", device="cpu")
+    o = env.reset(seed=3)[0]
+    assert model.predict(o, deterministic=True)[0] == loaded.predict(o, deterministic=True)[0]
+    assert isinstance(loaded.policy.actor.logits_net, UECActionScorer)

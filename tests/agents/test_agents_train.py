@@ -226,3 +226,18 @@ def test_train__algo_ranges_missing_before_are_checked(overrides: list[str], mes
         cfg = compose("config", overrides=["env=uec-v0", *overrides])
     with pytest.raises(ValueError, match=message):
         train.prepare(cfg, overrides=overrides)
+
+
+def test_train__native_vector_env_trains_sb3_and_counts_every_sub_env_step(tmp_path):
+    """vec_env=native: UEC-v0's batched VectorEnv through the SB3 adapter; steps are summed over sub-envs."""
+    proc = train_cli(["env=uec-v0", "algo=dqn", "steps=400", "n_envs=4", "vec_env=native", f"out={tmp_path}",
+                      *SMALL, *NO_REFERENCE])
+    stdout, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout
+    run_dir = Path(stdout.strip().splitlines()[-2].removeprefix("run folder: "))
+    model = MaskedDQN.load(run_dir / "model.zip", device="cpu")
+    assert model.num_timesteps == 400 and model.n_envs == 4
+    import pandas as pd
+
+    progress = pd.read_csv(run_dir / "progress.csv")
+    assert progress["rollout/ep_rew_mean"].notna().any()  # VecMonitor saw whole episodes
