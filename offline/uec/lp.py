@@ -225,8 +225,12 @@ def solve_lp(
 ) -> LPSolution:
     """Build and solve P1-LP with HiGHS; raise :class:`RescueLPError` (naming the instance) unless optimal.
 
-    ``method``: "highs-ipm" (default; interior point + crossover, ~5x faster than dual simplex here),
-    "highs-ds" or "highs" (HiGHS chooses).
+    ``method``: "highs-ipm" (default; interior point + crossover, 3.5x faster than dual simplex on the default
+    preset, see ``python -m benchmarks.offline_stage compare=true``), "highs-ds" or "highs" (HiGHS chooses).
+    At the largest scale (K=7, J=18, L=8, T=200) the solve takes ~10 s of CPU; calling HiGHS directly, no
+    crossover, no presolve, a looser IPM tolerance, equality aggregation rows, dropping the implied upper
+    bounds, rescaling y, and column generation over y (cold or warm-started) were measured and none was
+    faster (issue 15).
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} is invalid: expected one of {list(METHODS)}")
