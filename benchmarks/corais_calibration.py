@@ -45,13 +45,13 @@ OUT = Path(__file__).resolve().parent.parent / "results" / "corais" / "calibrati
 VERSIONS: dict[str, dict[str, Any]] = {"v0": {}, "v1": dict(V1_DEFAULTS)}
 #: Default instances per scale: Table III, IV, V.
 DEFAULT_INSTANCES = {**{s: 30 for s in TRAINING_SCALES}, **{s: 10 for s in GENERALISATION_SCALES},
-                     (200, 100, 2000): 3, (600, 300, 4000): 1, (1000, 500, 6000): 1,
+                     (200, 100, 2000): 5, (600, 300, 4000): 2, (1000, 500, 6000): 1,
                      (2000, 1000, 10000): 1, (2000, 1000, 15000): 1}
 TOL = 1e-9
 
 
 def calibrate(version: str, scale: tuple[int, int, int], instances: int, seed: int, milp_limit: float,
-              milp_max_vars: int) -> dict[str, Any]:
+              milp_max_vars: int, ls_limit: float = 60.0) -> dict[str, Any]:
     """One row of the table (see the module docstring)."""
     scenario = make_scenario(scale, **VERSIONS[version])
     rng = np.random.default_rng(seed)
@@ -67,7 +67,7 @@ def calibrate(version: str, scale: tuple[int, int, int], instances: int, seed: i
         t = time.perf_counter()
         greedy = list_greedy(inst)
         seconds["list_greedy"] += time.perf_counter() - t
-        ls = local_search(inst, greedy)
+        ls = local_search(inst, greedy, time_limit=ls_limit)
         seconds["list_greedy_ls"] += time.perf_counter() - t
         costs["list_greedy"].append(float(dispatch_cost(inst, greedy)))
         costs["list_greedy_ls"].append(float(dispatch_cost(inst, ls)))
@@ -103,9 +103,11 @@ def calibrate(version: str, scale: tuple[int, int, int], instances: int, seed: i
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """key=value arguments: versions (v0,v1), scales (N-Q-Z,...), instances (per scale; default by table),
-    seed (0), milp_limit (1.0 s), milp_max_vars (40000), out (results/corais/calibration.csv), shared (false)."""
+    seed (0), milp_limit (1.0 s), milp_max_vars (40000), ls_limit (local search time cap, 60 s),
+    out (results/corais/calibration.csv), shared (false)."""
     args = dict(a.split("=", 1) for a in (sys.argv[1:] if argv is None else argv))
-    unknown = set(args) - {"versions", "scales", "instances", "seed", "milp_limit", "milp_max_vars", "out", "shared"}
+    unknown = set(args) - {"versions", "scales", "instances", "seed", "milp_limit", "milp_max_vars", "ls_limit", "out",
+                           "shared"}
     if unknown:
         raise SystemExit(f"error: unknown arguments {sorted(unknown)}; see {main.__doc__}")
     versions = args.get("versions", "v0,v1").split(",")
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         for scale in scales:
             n = int(args["instances"]) if "instances" in args else DEFAULT_INSTANCES.get(scale, 10)
             row = calibrate(version, scale, n, int(args.get("seed", 0)), float(args.get("milp_limit", 1.0)),
-                            int(args.get("milp_max_vars", 40_000)))
+                            int(args.get("milp_max_vars", 40_000)), float(args.get("ls_limit", 60.0)))
             rows.append(row)
             print(" | ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()),
                   flush=True)
