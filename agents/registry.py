@@ -66,6 +66,7 @@ class SACConfig:
     target_update_interval: int = 1
     max_grad_norm: float | None = None
     update_ratio: float | None = None  # gradient steps per env step; when set it replaces train_freq/gradient_steps
+    learning_rate_final: float | None = None  # linear decay of the learning rate to this value over the run
     policy_kwargs: dict[str, Any] = field(default_factory=lambda: {"net_arch": [128, 128]})
 
 
@@ -286,6 +287,7 @@ ALGO_RULES: dict[str, Rule] = {
     "exploration_initial_eps": PROBABILITY,
     "exploration_final_eps": PROBABILITY,
     "max_grad_norm": OPTIONAL_POSITIVE,
+    "learning_rate_final": OPTIONAL_POSITIVE,
     "update_ratio": (lambda v: v is None or (_number(v) and v >= 1 / 16),
                      "null or a number >= 0.0625 (gradient steps per env step)"),
     "gae_lambda": PROBABILITY,

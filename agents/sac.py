@@ -55,7 +55,7 @@ from stable_baselines3.common.torch_layers import (
     create_mlp,
 )
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, PyTorchObs, Schedule
-from stable_baselines3.common.utils import get_parameters_by_name
+from stable_baselines3.common.utils import get_linear_fn, get_parameters_by_name
 from torch import nn
 
 from agents.masking import FeasibleWarmupMixin, action_dims, mask_from_obs
@@ -417,7 +417,8 @@ class DiscreteSACPolicy(BasePolicy):
         if deterministic:
             per_group = [p.masked_fill(~v, -1.0).argmax(dim=-1) for p, v in zip(probs, valid)]
         else:
-            per_group = [th.distributions.Categorical(probs=p).sample() for p in probs]
+            # th.multinomial: the same categorical draw as Categorical(probs).sample(), ~3x cheaper per call
+            per_group = [th.multinomial(p.reshape(-1, p.shape[-1]), 1).reshape(p.shape[:-1]) for p in probs]
         actions = self.layout.merge_actions(per_group)
         if isinstance(self.action_space, spaces.Discrete):
             return actions[:, 0]
@@ -450,6 +451,8 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
     :param max_grad_norm: gradient-norm clip for actor and critics (None = no clipping)
     :param update_ratio: gradient steps per env step; when given it sets ``train_freq`` and
         ``gradient_steps`` (0.25: one update every 4 env steps)
+    :param learning_rate_final: when given, the learning rate (actor, critics, temperature) decays linearly
+        from ``learning_rate`` to this value over the ``learn`` call, which damps late policy churn
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": DiscreteSACPolicy}
@@ -477,6 +480,7 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
         mask_dim: int = 0,
         max_grad_norm: float | None = None,
         update_ratio: float | None = None,
+        learning_rate_final: float | None = None,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -487,6 +491,10 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
     ) -> None:
         if update_ratio is not None:
             train_freq, gradient_steps = update_schedule(update_ratio)
+        if learning_rate_final is not None:
+            if callable(learning_rate):
+                raise ValueError("learning_rate_final needs a constant learning_rate to decay from")
+            learning_rate = get_linear_fn(float(learning_rate), float(learning_rate_final), 1.0)
         super().__init__(
             policy,
             env,

@@ -32,6 +32,7 @@ class Options:
     samples: int = 1000  # S decisions per instance
     seconds: float = 3.0  # wall time per measurement
     latency: bool = False  # also time the MILP and the CoRaiS policy
+    write: bool = True  # write rows to results/benchmarks/performance.csv
 
     def __post_init__(self) -> None:
         if len(self.scale) != 3 or min(self.scale) < 1:
@@ -63,11 +64,17 @@ def _main(args: Options) -> None:
     print(f"CoRaiS batched cost at scale {scenario.scale}: {args.instances} instances x {args.samples} decisions")
     rate_np = _rate(lambda: response_times(tables, acts), decisions, args.seconds)
     print(f"  numpy             : {rate_np:12,.0f} evaluations/s")
+    scale = "(" + ", ".join(str(s) for s in scenario.scale) + ")"
+    rows: list[dict] = [{"quantity": f"CoRaiS cost R(pi), batched, {scale}, numpy", "value": rate_np,
+                         "unit": "evaluations/s"}]
     for dtype in (torch.float64, torch.float32):
         tt = tables_to_torch(tables, dtype=dtype)
         ta = torch.as_tensor(acts)
         rate = _rate(lambda tt=tt, ta=ta: response_times_torch(*tt, ta), decisions, args.seconds)
         print(f"  torch {str(dtype)[6:]:<12}: {rate:12,.0f} evaluations/s  (torch threads {torch.get_num_threads()})")
+        rows.append({"quantity": f"CoRaiS cost R(pi), batched, {scale}, torch {str(dtype)[6:]}, "
+                                 f"{torch.get_num_threads()} threads", "value": rate, "unit": "evaluations/s",
+                     "ratio_to": "numpy", "ratio": rate / rate_np})
 
     if args.latency:
         import gymnasium as gym
@@ -78,6 +85,8 @@ def _main(args: Options) -> None:
 
         times = [solve_exact(i, time_limit=10.0).seconds for i in insts]
         print(f"  exact MILP (HiGHS, 10 s limit): mean {np.mean(times):.3f} s, max {np.max(times):.3f} s")
+        rows.append({"quantity": f"CoRaiS exact MILP (HiGHS, 10 s limit), {scale}, mean over {len(times)} instances",
+                     "value": float(np.mean(times)), "unit": "s"})
         env = gym.make("CoRaiS-v0", scale=tuple(args.scale))
         for samples in (None, 1000):
             try:
@@ -94,6 +103,12 @@ def _main(args: Options) -> None:
                 lat.append(time.perf_counter() - start)
             lat = lat[2:]
             print(f"  {policy.name:<14}: {1000 * np.mean(lat):.1f} ms per decision (std {1000 * np.std(lat):.1f})")
+            rows.append({"quantity": f"CoRaiS dispatcher {policy.name} decision, {scale}, CPU",
+                         "value": 1000 * float(np.mean(lat)), "unit": "ms"})
+    if args.write:
+        from benchmarks.results import write_rows
+
+        write_rows("corais_cost", rows)
 
 
 if __name__ == "__main__":

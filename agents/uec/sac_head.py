@@ -37,7 +37,7 @@ class UECActionScorer(nn.Module):
                  num_servers: int, num_devices: int, num_profiles: int, lp_features: bool = False) -> None:
         super().__init__()
         self.layout = ObservationLayout(num_servers, num_devices, num_profiles, lp_features)
-        k, kl = num_servers, num_servers * num_profiles
+        kl = num_servers * num_profiles
         if self.layout.size != features_dim or n_outputs != 1 + kl:
             raise ValueError(f"UECActionScorer for layout {self.layout} expects {self.layout.size} observation "
                              f"entries and {1 + kl} actions; got {features_dim} and {n_outputs}")
