@@ -246,6 +246,7 @@ FUZZ: dict[str, tuple[Callable[[], st.SearchStrategy], type, int]] = {
     "OINC-v0": (oinc_kwargs, OINCCheck, 1),
     "ASET-v0": (aset_kwargs, ASETCheck, 1),
     "CoRaiS-v0": (corais_kwargs, CoRaiSCheck, 3),
+    "CoRaiS-v1": (corais_kwargs, CoRaiSCheck, 3),  # the same ranges through the "load" backlog model
 }
 
 
