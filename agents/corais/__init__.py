@@ -2,8 +2,9 @@
 
 Importing this package registers the shipped dispatchers under ``corais_greedy`` and ``corais_<K>`` (best
 of K sampled dispatches): ``pretrained/model.pt`` for ``CoRaiS-v0`` and, when shipped,
-``pretrained/model_v1.pt`` (trained on CoRaiS-v1 at (10, 5, 100)) for ``CoRaiS-v1``; ``run_dir=`` loads
-another trained run instead (``agents.loading.resolve_policy``).
+``pretrained/model_v1.pt`` (trained on CoRaiS-v1 at (10, 5, 100)) for ``CoRaiS-v1``, or the per-scale
+``model_v1_<N>-<Q>-<Z>.pt`` where one was trained at the env's scale (``shipped_checkpoint``); ``run_dir=``
+loads another trained run instead (``agents.loading.resolve_policy``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,22 @@ SHIPPED: dict[str, str] = {"CoRaiS-v0": "model.pt", "CoRaiS-v1": "model_v1.pt"}
 PRETRAINED = Path(__file__).resolve().parent / "pretrained"
 
 
+def shipped_checkpoint(env_id: str, scale: tuple[int, int, int], folder: Path = PRETRAINED) -> str:
+    """The shipped weights for ``env_id`` at ``scale``: CoRaiS-v1 has one model per trained scale
+    (``model_v1_<N>-<Q>-<Z>.pt``, as the paper's Table III) and ``model_v1.pt`` ((10, 5, 100)) elsewhere."""
+    if env_id != "CoRaiS-v1":
+        return SHIPPED[env_id]
+    per_scale = f"model_v1_{scale[0]}-{scale[1]}-{scale[2]}.pt"
+    return per_scale if (folder / per_scale).is_file() else SHIPPED[env_id]
+
+
 def _register(env_id: str, name: str, samples: int | None) -> None:
     @register_learned_policy(env_id, name)
     def factory(env: Any, run_dir: str | Path | None = None, **kwargs: Any) -> Any:
         from agents.corais.policy import load_corais_policy
 
         if run_dir is None:
-            kwargs.setdefault("checkpoint", SHIPPED[env_id])
+            kwargs.setdefault("checkpoint", shipped_checkpoint(env_id, tuple(env.unwrapped.scenario.scale)))
         return load_corais_policy(run_dir, env, samples=samples, **kwargs)
 
 

@@ -226,3 +226,13 @@ def test_corais_agent__v1_model_sends_more_requests_to_faster_edges() -> None:
     for seed in range(5):
         counts += run_episode(env, policy, seed=seed, policy_seed=seed).final_info["requests_per_edge"]
     assert counts[4] > counts[0] and np.all(np.diff(counts / 5) >= -1)  # edges get faster from A to E
+
+
+def test_corais_agent__v1_uses_the_model_of_its_scale_when_one_is_shipped(tmp_path) -> None:
+    from agents.corais import shipped_checkpoint
+
+    assert shipped_checkpoint("CoRaiS-v0", (20, 10, 100), tmp_path) == "model.pt"
+    assert shipped_checkpoint("CoRaiS-v1", (20, 10, 100), tmp_path) == "model_v1.pt"
+    (tmp_path / "model_v1_20-10-100.pt").write_bytes(b"")
+    assert shipped_checkpoint("CoRaiS-v1", (20, 10, 100), tmp_path) == "model_v1_20-10-100.pt"
+    assert shipped_checkpoint("CoRaiS-v1", (10, 5, 100), tmp_path) == "model_v1.pt"
