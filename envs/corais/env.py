@@ -1,4 +1,4 @@
-"""CoRaiS-v0: dispatch a batch of Z requests across the Q cooperating edges of a control region."""
+"""CoRaiS-v0 / CoRaiS-v1: dispatch a batch of Z requests across the Q cooperating edges of a control region."""
 
 from __future__ import annotations
 
