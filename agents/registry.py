@@ -163,7 +163,7 @@ ALGOS: dict[str, AlgoSpec] = {
     "ppo_mask": AlgoSpec("ppo_mask", "sb3", "sb3_contrib:MaskablePPO", MaskablePPOConfig,
                          (spaces.Discrete, spaces.MultiDiscrete), needs_action_masks_method=True),
     "corais": AlgoSpec("corais", "custom", "agents.corais.trainer:train", "agents.corais.trainer:TrainConfig", None,
-                       loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0",)),
+                       loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0", "CoRaiS-v1")),
     "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", "agents.uec.trainer:TrainConfig", None,
                            loader="agents.uec.trainer:load_policy", env_ids=("UEC-v0",)),
 }

@@ -4,6 +4,9 @@
     python -m benchmarks.training_speed baseline=09c51b6            # + the same at that commit, in one run
     python -m benchmarks.training_speed baseline=09c51b6 quality=true seeds=[0,1] steps=10000
         # + full `train.py` runs at both commits: final evaluation reward and wall time on the same seeds
+    python -m benchmarks.training_speed baseline=09c51b6 "cases=[uec-v0:sac]" label=same-network \
+        "new_extra=[+algo.policy_kwargs.head=null,algo.policy_kwargs.net_arch=[128,128],algo.update_ratio=null,\
+        algo.learning_rate=3e-4,algo.target_entropy_ratio=0.6]"    # this code with UEC's old SAC settings
     python -m benchmarks.training_speed -h                          # every key
 
 Each measurement runs in a fresh process (``python -c``) whose working directory is this checkout or, for
@@ -97,6 +100,8 @@ class Options:
     extra: list[str] = field(default_factory=list)  # train.py overrides for every case, e.g. [algo.batch_size=64]
     baseline: str = ""  # a commit to measure against in the same run (a temporary git worktree)
     baseline_extra: list[str] = field(default_factory=list)  # overrides for the baseline tree only
+    new_extra: list[str] = field(default_factory=list)  # overrides for this checkout only, e.g. [env.algo_overrides={}]
+    label: str = ""  # names this measurement in the results file (rows of another label are kept)
     warmup: int = 1500  # env steps learned before timing (fills the replay buffer past learning_starts)
     measure: int = 1500  # env steps timed
     random_seconds: float = 2.0  # seconds of the random policy, per measurement
@@ -171,7 +176,7 @@ def _main(args: Options) -> None:
             rates: dict[str, list[dict]] = {label: [] for label in trees}
             for _ in range(args.rounds):
                 for label, tree in trees.items():
-                    extra = [*args.extra, *(args.baseline_extra if label == "old" else [])]
+                    extra = [*args.extra, *(args.baseline_extra if label == "old" else args.new_extra)]
                     rates[label].append(measure_once(tree, env, algo, extra, args))
             summary = {label: {key: statistics.median(r[key] for r in results)
                                for key in ("train_rate", "train_cpu_rate", "random_rate")}
@@ -193,7 +198,7 @@ def _main(args: Options) -> None:
                 with tempfile.TemporaryDirectory(prefix="speed-quality-") as out:
                     for seed in args.seeds:
                         for label, tree in trees.items():
-                            extra = [*args.extra, *(args.baseline_extra if label == "old" else [])]
+                            extra = [*args.extra, *(args.baseline_extra if label == "old" else args.new_extra)]
                             q = quality_run(tree, env, algo, extra, seed, args.steps, Path(out) / label)
                             print(f"{case:16s} {label:3s} seed {seed}: train.py wall {q['wall']:7.1f} s, final "
                                   f"mean reward {q['mean_reward']:.4f}, ratio to reference {q['ratio']:.4f}")
@@ -209,7 +214,7 @@ def _main(args: Options) -> None:
     if args.write:
         from benchmarks.results import write_rows
 
-        write_rows("training_speed", rows)
+        write_rows("training_speed" + (f" ({args.label})" if args.label else ""), rows)
 
 
 if __name__ == "__main__":
