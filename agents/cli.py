@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -43,6 +44,9 @@ def parse_cli(schema: type[T], argv: Sequence[str] | None = None) -> T:
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.from_cli(args))
         return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+    except yaml.YAMLError as err:
+        raise ValueError(f"a value does not parse as YAML ({str(err).splitlines()[0]}); quote list entries that "
+                         f"hold brackets, e.g. 'extra=[\"a=[1,2]\"]'; valid keys: {valid}") from None
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
         where = f"{key}: " if key else ""

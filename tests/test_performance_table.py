@@ -1,0 +1,47 @@
+"""README's Performance table is generated from results/benchmarks/performance.csv and must match it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.results import (
+    COLUMNS,
+    README_BEGIN,
+    README_END,
+    markdown_table,
+    read_rows,
+    readme_with_table,
+    write_rows,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "benchmarks" / "performance.csv"
+
+
+def test_readme_performance_table_equals_the_results_file():
+    rows = read_rows(RESULTS)
+    assert rows, "results/benchmarks/performance.csv is missing: run the benchmarks (README, Performance)"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme == readme_with_table(readme, rows), "README's table is stale: run `python -m benchmarks.results`"
+    for row in rows:  # every row says where it comes from
+        assert row["command"].startswith("python -m benchmarks.") and row["commit"] and row["machine"], row
+
+
+def test_write_rows_replaces_one_benchmarks_rows_and_keeps_the_others(tmp_path):
+    path = tmp_path / "perf.csv"
+    write_rows("a", [{"quantity": "x", "value": 1.5, "unit": "s"}], path=path, command="python -m benchmarks.a")
+    write_rows("b", [{"quantity": "y", "value": 2, "unit": "s", "ratio_to": "x", "ratio": 0.25}], path=path,
+               command="python -m benchmarks.b")
+    write_rows("a", [{"quantity": "z", "value": 3.0, "unit": "s"}], path=path, command="python -m benchmarks.a")
+    rows = read_rows(path)
+    assert [(r["benchmark"], r["quantity"], r["value"]) for r in rows] == [("b", "y", "2"), ("a", "z", "3")]
+    assert set(rows[0]) == set(COLUMNS)
+    table = markdown_table(rows)
+    assert "| b | y | 2 s | 0.25 vs x |" in table and table.count("\n") == 3
+    with pytest.raises(ValueError, match="quantity"):
+        write_rows("a", [{"value": 1}], path=path)
+    with pytest.raises(ValueError, match="markers"):
+        readme_with_table("no markers here", rows)
+    assert readme_with_table(f"a\n{README_BEGIN}\nold\n{README_END}\nb", rows).endswith(f"{README_END}\nb")
