@@ -5,8 +5,8 @@
     python -m benchmarks.training_speed baseline=09c51b6 quality=true seeds=[0,1] steps=10000
         # + full `train.py` runs at both commits: final evaluation reward and wall time on the same seeds
     python -m benchmarks.training_speed baseline=09c51b6 "cases=[uec-v0:sac]" label=same-network \
-        "new_extra=[+algo.policy_kwargs.head=null,algo.policy_kwargs.net_arch=[128,128],algo.update_ratio=null,\
-        algo.learning_rate=3e-4,algo.target_entropy_ratio=0.6]"    # this code with UEC's old SAC settings
+        'new_extra=["+algo.policy_kwargs.head=null","algo.policy_kwargs.net_arch=[128,128]","algo.update_ratio=null",\
+        "algo.learning_rate=3e-4","algo.target_entropy_ratio=0.6"]'   # this code with UEC's old SAC settings
     python -m benchmarks.training_speed -h                          # every key
 
 Each measurement runs in a fresh process (``python -c``) whose working directory is this checkout or, for
