@@ -45,3 +45,18 @@ def test_write_rows_replaces_one_benchmarks_rows_and_keeps_the_others(tmp_path):
     with pytest.raises(ValueError, match="markers"):
         readme_with_table("no markers here", rows)
     assert readme_with_table(f"a\n{README_BEGIN}\nold\n{README_END}\nb", rows).endswith(f"{README_END}\nb")
+
+
+def test_training_speed_benchmark_runs_its_worker_and_reports_learner_and_random_rates():
+    """The worker snippet builds the learner as train.py does (a smoke run; no timing is asserted)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.training_speed", "cases=[uec-v0:dqn]", "warmup=60",
+                           "measure=60", "rounds=1", "random_seconds=0.2", "write=false"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "uec-v0:dqn" in proc.stdout and "learner/random" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "benchmarks.training_speed", "cases=[uec-v0]"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cases" in bad.stderr
