@@ -41,22 +41,9 @@ def transmission_time(data_bits: np.ndarray, full_rate_bps: np.ndarray, bandwidt
 
 
 def computation_time(cycles: np.ndarray, cpu_hz: np.ndarray, compute_share: np.ndarray) -> np.ndarray:
-    """c_i / (z_ij f_j)."""
+    """c_i / (z_ij f_j). The latency tau_ij is ``transmission_time + computation_time``; the env keeps the
+    two terms apart because the pause rule needs the upload time on its own."""
     return cycles / (compute_share * cpu_hz)
-
-
-def inference_latency(
-    data_bits: np.ndarray,
-    cycles: np.ndarray,
-    full_rate_bps: np.ndarray,
-    cpu_hz: np.ndarray,
-    compute_share: np.ndarray,
-    bandwidth_share: np.ndarray,
-) -> np.ndarray:
-    """tau_ij = d_i / r_ij + c_i / (z_ij f_j) for each device at its chosen edge (all arrays (I,))."""
-    return transmission_time(data_bits, full_rate_bps, bandwidth_share) + computation_time(
-        cycles, cpu_hz, compute_share
-    )
 
 
 def task_rewards(latency_s: np.ndarray, slo_s: np.ndarray, psi: float) -> np.ndarray:
@@ -200,27 +187,40 @@ def remaining_time_s(remaining_cycles: np.ndarray, share: np.ndarray | float, cp
     return np.where(positive, np.asarray(remaining_cycles, dtype=float) / np.where(positive, rate, 1.0), np.inf)
 
 
-def dispatch_cost(
-    new_weight: float, new_time: float, queue_weights: np.ndarray, queue_times: np.ndarray
-) -> float:
-    """Eq. (9) without the 1/(1+eps) factor (it does not change the argmin, B8).
+def job_density(weight: np.ndarray | float, time_s: np.ndarray | float) -> np.ndarray:
+    """s_kj = l_k / h_kj: Alg. 5's density, the order of sequencing and of eq. (9)'s "denser" relation."""
+    return np.asarray(weight, dtype=float) / time_s
 
-    C_kj = l_k · sum_{k' denser than k} h_k'j + l_k h_kj + sum_{k' not denser} l_k' h_k'j, with density
-    s = l / h. Infinite when the edge holds no retraining share (h_kj = inf).
+
+def dispatch_costs(
+    new_weight: float,
+    new_time: np.ndarray,
+    queue_edge: np.ndarray,
+    queue_weights: np.ndarray,
+    queue_times: np.ndarray,
+) -> np.ndarray:
+    """Eq. (9) for every edge j without the 1/(1+eps) factor (it does not change the argmin, B8).
+
+    C_kj = l_k h_kj + sum_{k' on j denser than k} l_k h_k'j + sum_{k' on j not denser} l_k' h_k'j, with
+    density s = l / h (``job_density``). ``new_time`` is h_kj (J,) of the new job; the queue is given per
+    job (edge, l, h). Infinite where the edge holds no retraining share (h_kj = inf). Returns (J,). The
+    controller calls this; ``tests/oinc/test_oinc_formulas.py`` checks it against a job-by-job loop.
     """
-    if not np.isfinite(new_time):
-        return float("inf")
-    density_new = new_weight / new_time
-    density_queue = queue_weights / queue_times
-    denser = density_queue > density_new
-    return float(
-        new_weight * queue_times[denser].sum() + new_weight * new_time + (queue_weights * queue_times)[~denser].sum()
-    )
+    num_edges = new_time.shape[0]
+    costs = np.full(num_edges, np.inf)
+    ok = np.isfinite(new_time)
+    costs[ok] = new_weight * new_time[ok]
+    if queue_edge.size:
+        denser = job_density(queue_weights, queue_times) > job_density(new_weight, new_time[queue_edge])
+        extra = np.where(denser, new_weight * queue_times, queue_weights * queue_times)
+        costs = costs + np.bincount(queue_edge, weights=extra, minlength=num_edges)
+        costs[~ok] = np.inf
+    return costs
 
 
 def largest_density(weights: np.ndarray, times: np.ndarray) -> int:
     """Index (into the given arrays) of the job of largest density s = l / h (B6: the text's argmax)."""
-    return int(np.argmax(weights / times))
+    return int(np.argmax(job_density(weights, times)))
 
 
 def back_to_back_finish(group: np.ndarray, order_key: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -27,6 +27,10 @@ Controllers (``CONTROLLERS``):
 The baselines' papers are not available here; each implements the idea the OINC paper describes (Sec.
 V-A) and says so. "Split by the weights" is the paper's ablation rule: each edge holding jobs gives
 beta / (alpha + beta) = 1/2 to retraining.
+
+No controller writes a formula of its own: remaining times h_kj (eq. 8, ``dyn.remaining_time_s``; at share 1
+for "(queued work + job) / capacity"), weights l_k, densities, eq. (9) (``dyn.dispatch_costs``), eq. (2)
+and Alg. 2's latency estimate all come from ``envs.oinc.dynamics``.
 """
 
 from __future__ import annotations
@@ -222,18 +226,10 @@ class OINCRetraining(RetrainingController):
         l_new = float(dyn.job_weight(self.jobs.deadline_s[k], now))
         h_new = dyn.remaining_time_s(self.jobs.remaining[k], self.share, self.cpu_hz)
         q = self._queued()
-        costs = np.full(self.num_edges, np.inf)
-        ok = np.isfinite(h_new)
-        costs[ok] = l_new * h_new[ok]
-        if q.size:
-            e = self.jobs.edge[q]
-            l_q = dyn.job_weight(self.jobs.deadline_s[q], now)
-            h_q = dyn.remaining_time_s(self.jobs.remaining[q], self.share[e], self.cpu_hz[e])
-            denser = (l_q / h_q) > (l_new / h_new[e])
-            extra = np.where(denser, l_new * h_q, l_q * h_q)
-            costs = costs + np.bincount(e, weights=extra, minlength=self.num_edges)
-            costs[~ok] = np.inf
-        return costs
+        e = self.jobs.edge[q]
+        l_q = dyn.job_weight(self.jobs.deadline_s[q], now)
+        h_q = dyn.remaining_time_s(self.jobs.remaining[q], self.share[e], self.cpu_hz[e])
+        return dyn.dispatch_costs(l_new, h_new, e, l_q, h_q)
 
     def dispatch(self, t: int) -> None:
         for k in self._waiting():
@@ -245,7 +241,7 @@ class OINCRetraining(RetrainingController):
         e = self.jobs.edge[idx]
         l_k = dyn.job_weight(self.jobs.deadline_s[idx], t * dyn.SLOT_S)
         h = dyn.remaining_time_s(self.jobs.remaining[idx], np.maximum(self.share[e], 1e-12), self.cpu_hz[e])
-        return l_k / np.maximum(h, 1e-12)
+        return dyn.job_density(l_k, np.maximum(h, 1e-12))
 
 
 class KalmiaRetraining(RetrainingController):
@@ -275,7 +271,7 @@ class KalmiaRetraining(RetrainingController):
         q = self._queued()
         load = np.bincount(self.jobs.edge[q], weights=self.jobs.remaining[q], minlength=self.num_edges)
         for k in self._waiting():
-            j = int(np.argmin((load + self.jobs.remaining[k]) / self.cpu_hz))
+            j = int(np.argmin(dyn.remaining_time_s(load + self.jobs.remaining[k], 1.0, self.cpu_hz)))
             self.jobs.edge[k] = j
             load[j] += self.jobs.remaining[k]
 
@@ -336,15 +332,14 @@ class DedasRetraining(WeightSplitRetraining):
 
     def dispatch(self, t: int) -> None:
         now = t * dyn.SLOT_S
-        rate = self.split * self.cpu_hz
         for k in self._waiting():
             q = self._queued()
             e = self.jobs.edge[q]
-            times = self.jobs.remaining[q] / rate[e]
+            times = dyn.remaining_time_s(self.jobs.remaining[q], self.split, self.cpu_hz[e])
             deadline = self.jobs.deadline_s[q]
             finish_q = now + dyn.back_to_back_finish(e, deadline, times)
             ahead = deadline <= self.jobs.deadline_s[k]
-            own = self.jobs.remaining[k] / rate
+            own = dyn.remaining_time_s(self.jobs.remaining[k], self.split, self.cpu_hz)
             finish_new = now + np.bincount(e[ahead], weights=times[ahead], minlength=self.num_edges) + own
             behind = ~ahead
             lost = (finish_q <= deadline) & (finish_q + own[e] > deadline) & behind
@@ -387,7 +382,7 @@ class ZhangRetraining(WeightSplitRetraining):
         for pos in np.argsort(-weights, kind="stable"):
             k = int(waiting[pos])
             self.weight[k] = float(weights[pos])
-            j = int(np.argmin((load + self.jobs.remaining[k]) / self.cpu_hz))
+            j = int(np.argmin(dyn.remaining_time_s(load + self.jobs.remaining[k], 1.0, self.cpu_hz)))
             self.jobs.edge[k] = j
             load[j] += self.jobs.remaining[k]
 
