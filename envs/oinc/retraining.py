@@ -28,6 +28,10 @@ The baselines' papers are not available here; each implements the idea the OINC 
 V-A) and says so. "Split by the weights" is the paper's ablation rule: each edge holding jobs gives
 beta / (alpha + beta) = 1/2 to retraining.
 
+Every controller takes ``retraining_share`` in (0, 1): the cap of the share for ``aret`` and ``kalmia``
+(default 0.9), the fixed share for ``ekya`` (default None: 1 / (1 + I/J)), ``dedas`` and ``zhang``
+(default 0.5). The defaults are the behaviour above; set one value for all to compare at equal compute.
+
 No controller writes a formula of its own: remaining times h_kj (eq. 8, ``dyn.remaining_time_s``; at share 1
 for "(queued work + job) / capacity"), weights l_k, densities, eq. (9) (``dyn.dispatch_costs``), eq. (2)
 and Alg. 2's latency estimate all come from ``envs.oinc.dynamics``.
@@ -37,14 +41,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.common.validation import check_choice
+from envs.common.validation import check_choice, check_in_range
 from envs.oinc import dynamics as dyn
 from envs.oinc.types import Instance, Jobs
 
 #: Weight ratios alpha/beta searched by Alg. 2 (B3).
 RATIO_SET = (1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 8.0)
-#: Largest retraining share of an edge (every edge keeps >= 10 % for inference, B2).
+#: Largest retraining share of an edge (every edge keeps >= 10 % for inference, B2): the default cap of
+#: ``aret`` and ``kalmia``.
 MAX_RETRAIN_SHARE = 0.9
+#: Fixed retraining share of ``dedas`` and ``zhang``: the paper's ablation rule beta / (alpha + beta) with
+#: alpha = beta = 1.
+WEIGHT_SPLIT_SHARE = 0.5
+
+
+def check_retraining_share(value: float) -> float:
+    """ValueError naming ``retraining_share`` unless it is a number in (0, 1) (an edge never gives all of
+    itself to retraining, and a zero share would never finish a job)."""
+    check_in_range("retraining_share", value, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    return float(value)
 
 
 class RetrainingController:
@@ -53,7 +68,11 @@ class RetrainingController:
     name = "base"
     pauses_for_inference = False
 
-    def __init__(self) -> None:
+    def __init__(self, retraining_share: float | None = None) -> None:
+        """``retraining_share`` is the controller's explicit share knob (see each subclass for whether it is
+        a cap or a fixed share), so controllers can be compared at equal compute; None only where a
+        subclass documents a derived default."""
+        self.retraining_share = None if retraining_share is None else check_retraining_share(retraining_share)
         self.share = np.zeros(0)
 
     # -------------------------------------------------------------- lifecycle
@@ -138,13 +157,22 @@ class OINCRetraining(RetrainingController):
     job's w / (p_j' f_j') (B3, B4).
     Dispatch: each waiting job goes to the edge of least C_kj (eq. 9), among edges with p^r > 0.
     Sequencing: each edge runs its job of largest density l_k(t) / h_kj(t).
+    ``retraining_share`` is the clip bound of eq. (2), the largest share an edge gives retraining
+    (default ``MAX_RETRAIN_SHARE`` = 0.9).
     """
 
     name = "aret"
     pauses_for_inference = True
 
-    def __init__(self, history: int = 10, quantile: float = 0.9, tau_norm_s: float = 0.25, b_norm_s: float = 100.0):
-        super().__init__()
+    def __init__(
+        self,
+        history: int = 10,
+        quantile: float = 0.9,
+        tau_norm_s: float = 0.25,
+        b_norm_s: float = 100.0,
+        retraining_share: float = MAX_RETRAIN_SHARE,
+    ) -> None:
+        super().__init__(retraining_share)
         self.history_len = history
         self.quantile = quantile
         self.tau_norm_s = tau_norm_s
@@ -201,7 +229,7 @@ class OINCRetraining(RetrainingController):
         cpu = self.cpu_hz[chosen]
         ratios = np.asarray(RATIO_SET)[:, None]
         cand = np.clip(
-            dyn.reservation_share(free_hz, res_min, ratios, 1.0, chosen.size, cpu[None, :]), 0.0, MAX_RETRAIN_SHARE
+            dyn.reservation_share(free_hz, res_min, ratios, 1.0, chosen.size, cpu[None, :]), 0.0, self.retraining_share
         )
         usable = cand.max(axis=1) > 0
         if not usable.any():
@@ -251,18 +279,22 @@ class KalmiaRetraining(RetrainingController):
     current inference need (sum_i c_i / (SLO_i - upload_i), no history margin) in proportion to its
     capacity and gives the rest to retraining (clipped to [0, 0.9]); retraining is pre-empted on an
     edge whenever inference there needs more (the pause rule). Jobs go to the edge that becomes free
-    earliest ((queued work + the job) / capacity), FIFO on each edge.
+    earliest ((queued work + the job) / capacity), FIFO on each edge. ``retraining_share`` is the cap of the
+    leftover share (default ``MAX_RETRAIN_SHARE`` = 0.9, as A_ret).
     """
 
     name = "kalmia"
     pauses_for_inference = True
+
+    def __init__(self, retraining_share: float = MAX_RETRAIN_SHARE) -> None:
+        super().__init__(retraining_share)
 
     def begin_slot(self, t: int, new_jobs: np.ndarray, data_bits: np.ndarray | None, cycles: np.ndarray | None) -> np.ndarray:
         need = 0.0
         if data_bits is not None and cycles is not None:
             upload = dyn.equal_share_upload_s(data_bits, self.instance.full_rate_bps, self.num_edges)
             need = dyn.inference_need_hz(cycles, self.instance.slo_s, upload)
-        self.leftover = float(np.clip(1.0 - need / self.cpu_hz.sum(), 0.0, MAX_RETRAIN_SHARE))
+        self.leftover = float(np.clip(1.0 - need / self.cpu_hz.sum(), 0.0, self.retraining_share))
         self.dispatch(t)
         self.share = np.where(self.edges_with_jobs(), self.leftover, 0.0)
         return self.share
@@ -281,14 +313,21 @@ class EkyaRetraining(RetrainingController):
 
     Inference tasks and retraining jobs are scheduled alike: a job is one more task of its edge and gets
     the share an average task gets, 1 / (1 + I/J), fixed once and never adapted (no pre-emption). Jobs go
-    to the edge with the fewest jobs (ties: the strongest), FIFO on each edge.
+    to the edge with the fewest jobs (ties: the strongest), FIFO on each edge. ``retraining_share`` fixes
+    that share explicitly; None (default) derives it from the instance as above.
     """
 
     name = "ekya"
 
+    def __init__(self, retraining_share: float | None = None) -> None:
+        super().__init__(retraining_share)
+
     def reset(self, instance: Instance, jobs: Jobs) -> None:
         super().reset(instance, jobs)
-        self.fixed_share = 1.0 / (1.0 + instance.num_devices / instance.num_edges)
+        if self.retraining_share is None:
+            self.fixed_share = 1.0 / (1.0 + instance.num_devices / instance.num_edges)
+        else:
+            self.fixed_share = self.retraining_share
 
     def begin_slot(self, t: int, new_jobs: np.ndarray, data_bits: np.ndarray | None, cycles: np.ndarray | None) -> np.ndarray:
         self.dispatch(t)
@@ -305,14 +344,16 @@ class EkyaRetraining(RetrainingController):
 
 
 class WeightSplitRetraining(RetrainingController):
-    """Shares by the paper's ablation rule: each edge holding jobs gives beta/(alpha+beta) to retraining."""
+    """Shares by the paper's ablation rule: each edge holding jobs gives ``retraining_share`` to retraining
+    (default beta / (alpha + beta) = 1/2 with alpha = beta = 1)."""
 
-    alpha = 1.0
-    beta = 1.0
+    def __init__(self, retraining_share: float = WEIGHT_SPLIT_SHARE) -> None:
+        super().__init__(retraining_share)
 
     @property
     def split(self) -> float:
-        return self.beta / (self.alpha + self.beta)
+        """The fixed share of every edge holding jobs (``retraining_share``)."""
+        return float(self.retraining_share)  # type: ignore[arg-type]
 
     def begin_slot(self, t: int, new_jobs: np.ndarray, data_bits: np.ndarray | None, cycles: np.ndarray | None) -> np.ndarray:
         self.dispatch(t)
@@ -361,8 +402,8 @@ class ZhangRetraining(WeightSplitRetraining):
 
     name = "zhang"
 
-    def __init__(self, batch_s: float = 10.0) -> None:
-        super().__init__()
+    def __init__(self, batch_s: float = 10.0, retraining_share: float = WEIGHT_SPLIT_SHARE) -> None:
+        super().__init__(retraining_share)
         self.batch_s = batch_s
 
     def reset(self, instance: Instance, jobs: Jobs) -> None:
@@ -400,6 +441,7 @@ CONTROLLERS: dict[str, type[RetrainingController]] = {
 }
 
 
-def make_controller(name: str) -> RetrainingController:
-    """Controller by name; ValueError listing the valid names."""
-    return CONTROLLERS[check_choice("retraining", name, CONTROLLERS)]()
+def make_controller(name: str, **params: float | int | None) -> RetrainingController:
+    """Controller by name with optional constructor parameters (e.g. ``retraining_share``); ValueError
+    listing the valid names."""
+    return CONTROLLERS[check_choice("retraining", name, CONTROLLERS)](**params)
