@@ -18,13 +18,14 @@ binding changes the loads the next one sees).
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
-from envs.aset.policies import choose_worker
+from envs.aset.policies import TIE_RTOL, choose_worker
 from envs.aset.types import Instance, State, Streams
 
 #: Upper edges of the latency-bound classes of state feature (iv) (ms): [0,100), [100,200), [200,400), [400,inf).
@@ -34,6 +35,8 @@ RATE_BIN_EDGES_FPS = np.array([7.5, 12.5, 22.5])
 NUM_CLASS_BINS = (LATENCY_BIN_EDGES_MS.size + 1) * (RATE_BIN_EDGES_FPS.size + 1)
 #: Utilisation cap in the queueing formula (the wait is finite but large at a saturated worker).
 MAX_UTILISATION = 0.999
+#: z-scores beyond which ``ndtr`` returns exactly 0 / exactly 1 in double precision (with margin).
+CERTAIN_FAIL_Z_LOW, CERTAIN_FAIL_Z_HIGH = -38.5, 9.0
 #: Clip value of every normalised observation feature.
 OBS_HIGH = 10.0
 #: Features per worker in the observation: bound streams, responses delivered, load.
@@ -74,8 +77,17 @@ def worker_wait_ms(instance: Instance, served_qps: np.ndarray) -> np.ndarray:
 
 
 def failure_fraction(mean_latency_ms: np.ndarray, bound_ms: np.ndarray, jitter_sd_ms: np.ndarray) -> np.ndarray:
-    """P(mean + 2 eps > D^i) with 2 eps ~ N(0, jitter_sd^2): the fraction of served queries that fail."""
-    return ndtr((mean_latency_ms - bound_ms) / jitter_sd_ms)
+    """P(mean + 2 eps > D^i) with 2 eps ~ N(0, jitter_sd^2): the fraction of served queries that fail.
+
+    The normal CDF is evaluated only where the outcome is uncertain: in double precision ``ndtr(z)`` is
+    exactly 0 for z <= -37.7 and exactly 1 for z >= 8.3, so outside (CERTAIN_FAIL_Z_LOW, CERTAIN_FAIL_Z_HIGH)
+    the result is set directly; most streams are either far inside their bound or at a saturated worker.
+    """
+    z = (mean_latency_ms - bound_ms) / jitter_sd_ms
+    out = (z >= CERTAIN_FAIL_Z_HIGH).astype(float)
+    mid = (z > CERTAIN_FAIL_Z_LOW) & (z < CERTAIN_FAIL_Z_HIGH)
+    out[mid] = ndtr(z[mid])
+    return out
 
 
 def class_bins(bound_ms: np.ndarray, rate: np.ndarray) -> np.ndarray:
@@ -173,6 +185,111 @@ class WindowResult:
         )
 
 
+#: Static policies whose choice depends on the load only through the capacity check (2): their keys are fixed
+#: per scheduler, so a sub-window's arrivals are ranked in one batch (action -> (key table, maximise)).
+_STATIC_EXTREME = {0: ("net_key_sw", False), 2: ("net_key_sw", True), 3: ("e2e_key_sw", True),
+                   6: ("e2e_key_sw", False)}
+_RANDOM_LATENCY = 4
+
+
+def _bind_arrivals(
+    instance: Instance,
+    st: Streams,
+    arr: Arrivals,
+    offset: int,
+    window: int,
+    policy: int,
+    choice_rng: np.random.Generator,
+) -> np.ndarray:
+    """Bind the window's arrivals (``st[offset:]``) in arrival order; return the (K, W) load after each sub-window's bindings.
+
+    Sequential by nature: each binding raises the load the next arrival's capacity check (2) sees. The
+    load at the start of sub-window k is the bound rate of the streams live before it; the arrivals of k
+    then add to it in arrival order, exactly as ``np.bincount`` would sum them (index order), so the (K, W)
+    loads returned equal a bincount over every stream live in k.
+
+    For the policies with static keys (closest, farthest, cheaper, least impedance, random latency) the
+    candidates, best keys, tie sets and cumulative weights of a sub-window's arrivals are computed in one
+    batch against the sub-window's starting load, with the same elementwise formulas as
+    :func:`envs.aset.policies.choose_worker`; the per-arrival loop then only checks, in Python floats, whether
+    a worker already chosen in this sub-window has become too full for this arrival (then that arrival
+    goes through ``choose_worker`` with its exact candidates) and draws from ``choice_rng`` exactly when
+    and what ``choose_worker`` would draw. Load-dependent policies (load balancing, random load) call
+    ``choose_worker`` for every arrival.
+    """
+    k_sub, n_w = instance.sub_windows, instance.num_workers
+    cap = instance.worker_capacity_qps
+    cap_eps = cap + 1e-9
+    cap_eps_list = cap_eps.tolist()
+    feas = static_feasibility(instance, arr)
+    rate_arr, sched_arr = arr.streams.rate, arr.streams.scheduler
+    a_rate, a_sched = rate_arr.tolist(), sched_arr.tolist()
+    net_key, e2e_key = instance.net_key_sw, instance.e2e_key_sw
+    first_of_sub = np.searchsorted(arr.streams.start_sub, window * k_sub + np.arange(k_sub + 1)).tolist()
+    start, end, worker, rate = st.start_sub, st.end_sub, st.worker, st.rate
+    load_kw = np.empty((k_sub, n_w))
+    chosen = np.full(len(arr.streams), -1, dtype=np.int64)
+    batched = policy in _STATIC_EXTREME or policy == _RANDOM_LATENCY
+    for k in range(k_sub):
+        g = window * k_sub + k
+        bound_live = (start < g) & (end >= g) & (worker >= 0)
+        load = np.bincount(worker[bound_live], weights=rate[bound_live], minlength=n_w)
+        lo, hi = first_of_sub[k], first_of_sub[k + 1]
+        if hi > lo and batched:
+            c0 = feas[lo:hi] & (load + rate_arr[lo:hi, None] <= cap_eps)
+            sched = sched_arr[lo:hi]
+            if policy == _RANDOM_LATENCY:
+                cum = np.cumsum(np.where(c0, 1.0 / e2e_key[sched], 0.0), axis=1)
+                cand_rows = [row.nonzero()[0] for row in c0]
+                c0_rows = [c.tolist() for c in cand_rows]
+                cum_rows = [c.tolist() for c in cum]
+            else:
+                table, maximise = _STATIC_EXTREME[policy]
+                key = getattr(instance, table)[sched]
+                best = np.where(c0, key, -np.inf if maximise else np.inf)
+                best = best.max(axis=1) if maximise else best.min(axis=1)
+                tol = TIE_RTOL * np.maximum(1.0, np.abs(best))
+                ties = c0 & (np.abs(key - best[:, None]) <= tol[:, None])
+                tie_rows = [row.nonzero()[0].tolist() for row in ties]
+            touched: dict[int, float] = {}
+            for j in range(lo, hi):
+                rate_j, i = a_rate[j], j - lo
+                # a worker that drops out of the candidates matters only if it was in the tie set (extreme
+                # policies: the best key is then unchanged) or a candidate at all (random latency)
+                row = c0_rows[i] if policy == _RANDOM_LATENCY else tie_rows[i]
+                if any(w in row and not lw + rate_j <= cap_eps_list[w] for w, lw in touched.items()):
+                    cand = (feas[j] & (load + rate_j <= cap_eps)).nonzero()[0]
+                    s = a_sched[j]
+                    w = choose_worker(policy, cand, net_key[s], e2e_key[s], load, cap, choice_rng)
+                elif policy == _RANDOM_LATENCY:
+                    cand = cand_rows[i]
+                    if cand.size == 0:
+                        w = -1
+                    else:
+                        c = cum_rows[i]
+                        x = choice_rng.random() * c[-1]
+                        w = int(cand[min(bisect.bisect_right([c[v] for v in cand], x), cand.size - 1)])
+                else:
+                    tie = tie_rows[i]
+                    w = -1 if not tie else tie[0] if len(tie) == 1 else tie[choice_rng.integers(len(tie))]
+                if w >= 0:
+                    load[w] += rate_j
+                    touched[w] = float(load[w])
+                    chosen[j] = w
+        else:
+            for j in range(lo, hi):
+                rate_j = a_rate[j]
+                cand = (feas[j] & (load + rate_j <= cap_eps)).nonzero()[0]
+                s = a_sched[j]
+                w = choose_worker(policy, cand, net_key[s], e2e_key[s], load, cap, choice_rng)
+                if w >= 0:
+                    load[w] += rate_j
+                    chosen[j] = w
+        worker[offset + lo : offset + hi] = chosen[lo:hi]
+        load_kw[k] = load
+    return load_kw
+
+
 def simulate_window(
     instance: Instance,
     state: State,
@@ -183,83 +300,63 @@ def simulate_window(
     """Advance ``state`` by one window: streams arriving in it are bound by static ``policy``.
 
     Arrivals come from ``arrival_rng`` only (common random numbers across policies); random policy
-    choices from ``choice_rng``.
+    choices from ``choice_rng``. The outcomes do not feed back into binding, so all bindings are done
+    first and the fluid outcomes of the K sub-windows are then computed at once on (K, streams) arrays;
+    every sum runs over the same terms in the same order as a per-sub-window computation would, so the
+    result is bit-identical to it (tests/aset/test_aset_fast_equals_reference.py).
     """
     k_sub, n_w, n_a = instance.sub_windows, instance.num_workers, instance.num_apps
     dt = instance.sub_window_s
     cap = instance.worker_capacity_qps
     arr = draw_arrivals(instance, state.window, arrival_rng)
-    feas = static_feasibility(instance, arr)
     offset = len(state.streams)
     state.streams.extend(arr.streams)
     st = state.streams
-    a_start = arr.streams.start_sub
+    load_kw = _bind_arrivals(instance, st, arr, offset, state.window, policy, choice_rng)
+    # --- latency terms of the newly bound streams
+    w_new = st.worker[offset:]
+    ok = w_new >= 0
+    idx, w_ok = np.flatnonzero(ok), w_new[ok]
     a_sched = arr.streams.scheduler
-    a_rate = arr.streams.rate
-    first_of_sub = np.searchsorted(a_start, state.window * k_sub + np.arange(k_sub + 1))
-
-    res = WindowResult(
-        streams_kw=np.zeros((k_sub, n_w)), served_kw=np.zeros((k_sub, n_w)), load_kw=np.zeros((k_sub, n_w)),
-        class_rate_kc=np.zeros((k_sub, NUM_CLASS_BINS)),
-        app_queries=np.zeros(n_a), app_succeeded=np.zeros(n_a), app_failed=np.zeros(n_a),
-        app_rejected=np.zeros(n_a), sub_queries=np.zeros(k_sub), sub_succeeded=np.zeros(k_sub),
-        sub_failed=np.zeros(k_sub), sub_rejected=np.zeros(k_sub), arrivals=len(arr.streams),
-        rejected_at_arrival=0,
+    st.base_ms[offset + idx] = (
+        2.0 * arr.delta_ms[idx] + instance.rtt_ms_sw[a_sched[idx], w_ok] + arr.trans_ms[idx]
+        + instance.worker_delay_ms[w_ok]
     )
-    for k in range(k_sub):
-        g = state.window * k_sub + k
-        live = (st.start_sub < g) & (st.end_sub >= g)
-        bound_live = live & (st.worker >= 0)
-        load = np.bincount(st.worker[bound_live], weights=st.rate[bound_live], minlength=n_w)
-        # --- sequential binding of the streams arriving in this sub-window
-        lo, hi = int(first_of_sub[k]), int(first_of_sub[k + 1])
-        for j in range(lo, hi):
-            rate_j = a_rate[j]
-            cand = np.flatnonzero(feas[j] & (load + rate_j <= cap + 1e-9))
-            s = a_sched[j]
-            w = choose_worker(policy, cand, instance.net_key_sw[s], instance.e2e_key_sw[s], load, cap, choice_rng)
-            if w >= 0:
-                load[w] += rate_j
-                st.worker[offset + j] = w
-        if hi > lo:
-            new = np.arange(lo, hi)
-            w_new = st.worker[offset + new]
-            ok = w_new >= 0
-            res.rejected_at_arrival += int((~ok).sum())
-            idx, w_ok = new[ok], w_new[ok]
-            st.base_ms[offset + idx] = (
-                2.0 * arr.delta_ms[idx] + instance.rtt_ms_sw[a_sched[idx], w_ok] + arr.trans_ms[idx]
-                + instance.worker_delay_ms[w_ok]
-            )
-            st.jitter_sd_ms[offset + idx] = instance.jitter_sd_ms_sw[a_sched[idx], w_ok]
-        # --- fluid outcomes of every live stream in this sub-window
-        live = (st.start_sub <= g) & (st.end_sub >= g)
-        ids = np.flatnonzero(live)
-        w_ids = st.worker[ids]
-        bound = w_ids >= 0
-        served_share = np.where(load > cap, cap / np.maximum(load, 1e-12), 1.0)
-        served_qps = np.minimum(load, cap)
-        wait_ms = worker_wait_ms(instance, served_qps)
-        queries = st.rate[ids] * dt
-        w_safe = np.where(bound, w_ids, 0)
-        served = np.where(bound, queries * served_share[w_safe], 0.0)
-        fail = failure_fraction(st.base_ms[ids] + wait_ms[w_safe], st.bound_ms[ids], st.jitter_sd_ms[ids])
-        failed = served * fail
-        app = st.app[ids]
-        q_a = np.bincount(app, weights=queries, minlength=n_a)
-        s_a = np.bincount(app, weights=served - failed, minlength=n_a)
-        f_a = np.bincount(app, weights=failed, minlength=n_a)
-        r_a = np.bincount(app, weights=queries - served, minlength=n_a)
-        res.app_queries += q_a
-        res.app_succeeded += s_a
-        res.app_failed += f_a
-        res.app_rejected += r_a
-        res.sub_queries[k], res.sub_succeeded[k] = q_a.sum(), s_a.sum()
-        res.sub_failed[k], res.sub_rejected[k] = f_a.sum(), r_a.sum()
-        res.streams_kw[k] = np.bincount(w_ids[bound], minlength=n_w)
-        res.served_kw[k] = served_qps
-        res.load_kw[k] = load
-        res.class_rate_kc[k] = np.bincount(st.class_bin[ids], weights=st.rate[ids], minlength=NUM_CLASS_BINS)
+    st.jitter_sd_ms[offset + idx] = instance.jitter_sd_ms_sw[a_sched[idx], w_ok]
+    # --- fluid outcomes of every stream in every sub-window, on dense (K, N) arrays: a stream not live in
+    # sub-window k issues 0 queries there and adds +0.0 to every sum, which leaves each sum unchanged
+    k_col = np.arange(k_sub)[:, None]
+    g = state.window * k_sub + k_col
+    live = (st.start_sub <= g) & (st.end_sub >= g)
+    bound = st.worker >= 0
+    # per-worker tables with an extra column W for unbound streams (served share 0, no wait)
+    served_share = np.zeros((k_sub, n_w + 1))
+    served_share[:, :n_w] = np.where(load_kw > cap, cap / np.maximum(load_kw, 1e-12), 1.0)
+    served_qps = np.minimum(load_kw, cap)
+    wait_ms = np.zeros((k_sub, n_w + 1))
+    wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps)
+    kw = k_col * (n_w + 1) + np.where(bound, st.worker, n_w)
+    queries = np.where(live, st.rate * dt, 0.0)
+    served = queries * served_share.take(kw)
+    fail = failure_fraction(st.base_ms + wait_ms.take(kw), st.bound_ms, st.jitter_sd_ms)
+    failed = served * fail
+    key = (k_col * n_a + st.app).ravel()
+    size = k_sub * n_a
+    q_ka = np.bincount(key, weights=queries.ravel(), minlength=size).reshape(k_sub, n_a)
+    s_ka = np.bincount(key, weights=(served - failed).ravel(), minlength=size).reshape(k_sub, n_a)
+    f_ka = np.bincount(key, weights=failed.ravel(), minlength=size).reshape(k_sub, n_a)
+    r_ka = np.bincount(key, weights=(queries - served).ravel(), minlength=size).reshape(k_sub, n_a)
+    streams_kw = np.bincount(kw.ravel(), weights=live.ravel(), minlength=k_sub * (n_w + 1))
+    class_rate = np.bincount((k_col * NUM_CLASS_BINS + st.class_bin).ravel(), weights=(live * st.rate).ravel(),
+                             minlength=k_sub * NUM_CLASS_BINS).reshape(k_sub, NUM_CLASS_BINS)
+    # cumsum adds the sub-windows' rows one after another, as a running += would
+    res = WindowResult(
+        streams_kw=streams_kw.reshape(k_sub, n_w + 1)[:, :n_w], served_kw=served_qps, load_kw=load_kw, class_rate_kc=class_rate,
+        app_queries=np.cumsum(q_ka, axis=0)[-1], app_succeeded=np.cumsum(s_ka, axis=0)[-1],
+        app_failed=np.cumsum(f_ka, axis=0)[-1], app_rejected=np.cumsum(r_ka, axis=0)[-1],
+        sub_queries=q_ka.sum(axis=1), sub_succeeded=s_ka.sum(axis=1), sub_failed=f_ka.sum(axis=1),
+        sub_rejected=r_ka.sum(axis=1), arrivals=len(arr.streams), rejected_at_arrival=int((~ok).sum()),
+    )
     state.window += 1
     st.keep(st.end_sub >= state.window * k_sub)
     return res

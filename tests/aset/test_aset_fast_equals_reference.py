@@ -14,19 +14,26 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.special import ndtr
 
 import envs.aset.env as aset_env
 from envs.aset.dynamics import (
     NUM_CLASS_BINS,
     WindowResult,
     draw_arrivals,
-    failure_fraction,
     static_feasibility,
     worker_wait_ms,
 )
 from envs.aset.env import ASETEnv
 from envs.aset.policies import choose_worker
 from envs.aset.types import Instance, State
+
+
+def _reference_failure_fraction(
+    mean_latency_ms: np.ndarray, bound_ms: np.ndarray, jitter_sd_ms: np.ndarray
+) -> np.ndarray:
+    """bc77d7d's ``failure_fraction``: the normal CDF evaluated for every stream."""
+    return ndtr((mean_latency_ms - bound_ms) / jitter_sd_ms)
 
 
 def _reference_simulate_window(
@@ -99,7 +106,7 @@ def _reference_simulate_window(
         queries = st.rate[ids] * dt
         w_safe = np.where(bound, w_ids, 0)
         served = np.where(bound, queries * served_share[w_safe], 0.0)
-        fail = failure_fraction(st.base_ms[ids] + wait_ms[w_safe], st.bound_ms[ids], st.jitter_sd_ms[ids])
+        fail = _reference_failure_fraction(st.base_ms[ids] + wait_ms[w_safe], st.bound_ms[ids], st.jitter_sd_ms[ids])
         failed = served * fail
         app = st.app[ids]
         q_a = np.bincount(app, weights=queries, minlength=n_a)
@@ -127,10 +134,8 @@ def _episode(env: ASETEnv, seed: int, policy: str, windows: int) -> list[tuple[A
     out: list[tuple[Any, ...]] = [(obs, 0.0, False, False, info)]
     rng = np.random.default_rng(seed + 1000)
     for t in range(windows):
-        if policy == "random":
-            action = int(rng.integers(7))
-        else:
-            action = t % 7 if policy == "switch" else int(policy)
+        action = {"random": int(rng.integers(7)), "switch": t % 7}.get(policy) if policy in ("random", "switch") \
+            else int(policy)
         obs, reward, terminated, truncated, info = env.step(action)
         out.append((obs, reward, terminated, truncated, info))
         if terminated or truncated:
