@@ -90,6 +90,26 @@ def sqrt_split(values: np.ndarray, group: np.ndarray, num_groups: int) -> np.nda
     return normalised_group_shares(group, root, num_groups)
 
 
+def sqrt_split_latency(
+    root_tx: np.ndarray, tx_sum: np.ndarray, root_c: np.ndarray, c_sum: np.ndarray, cpu_hz: np.ndarray
+) -> np.ndarray:
+    """tau of one task under ``sqrt_split`` on an edge (the inference heuristics' estimate).
+
+    With v = sqrt(d/r) / sum sqrt(d/r) and z = sqrt(c) / sum sqrt(c), tau = d/(v r) + c/(z F) becomes
+    sqrt(d/r) · sum sqrt(d/r) + sqrt(c) · sum sqrt(c) / F; the sums include the task itself.
+    """
+    return root_tx * tx_sum + root_c * c_sum / cpu_hz
+
+
+def sqrt_split_total_increase(
+    root_tx: np.ndarray, tx_sum: np.ndarray, root_c: np.ndarray, c_sum: np.ndarray, cpu_hz: np.ndarray
+) -> np.ndarray:
+    """Increase of an edge's total latency under ``sqrt_split``, (sum sqrt c)^2 / F + (sum sqrt(d/r))^2,
+    when a task (root_c = sqrt c, root_tx = sqrt(d/r)) joins tasks with sums c_sum, tx_sum:
+    (2 c_sum root_c + root_c^2) / F + 2 tx_sum root_tx + root_tx^2."""
+    return (2 * c_sum * root_c + root_c**2) / cpu_hz + 2 * tx_sum * root_tx + root_tx**2
+
+
 def levels_for_shares(
     shares: np.ndarray, group: np.ndarray, num_groups: int, cost: np.ndarray | None = None, shifts: int = 8
 ) -> np.ndarray:

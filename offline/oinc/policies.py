@@ -63,7 +63,7 @@ class GreedyPolicy(_HeuristicPolicy):
         sum_tx = np.zeros(inst.num_edges)
         edge = np.empty(inst.num_devices, dtype=np.int64)
         for i in np.argsort(inst.slo_s, kind="stable"):
-            est = sqrt_tx[i] * (sum_tx + sqrt_tx[i]) + sqrt_c[i] * (sum_c + sqrt_c[i]) / capacity
+            est = dyn.sqrt_split_latency(sqrt_tx[i], sum_tx + sqrt_tx[i], sqrt_c[i], sum_c + sqrt_c[i], capacity)
             j = int(np.argmin(est))
             edge[i] = j
             sum_c[j] += sqrt_c[i]
@@ -97,7 +97,7 @@ class LiuPolicy(_HeuristicPolicy):
         edge = np.full(inst.num_devices, -1, dtype=np.int64)
 
         def marginal(i: int) -> np.ndarray:
-            return (2 * sum_a * a[i] + a[i] ** 2) / capacity + 2 * sum_b * b[i] + b[i] ** 2
+            return dyn.sqrt_split_total_increase(b[i], sum_b, a[i], sum_a, capacity)
 
         for i in np.argsort(-(a / capacity.max() + b.min(axis=1)), kind="stable"):
             j = int(np.argmin(marginal(i)))

@@ -183,3 +183,27 @@ def test_oinc_alg2__chosen_ratio_is_the_exhaustive_optimum_over_R(
     assert cost == pytest.approx(best, rel=1e-9)
     assert [share[j] for j in chosen] == pytest.approx([p[j] for j in chosen], rel=1e-12)
     assert share[busy].tolist() == [share_before[j] for j in np.flatnonzero(busy)]
+
+
+# ----------------------------------------------------------------------------- the heuristics' latency
+@given(
+    tx=st.lists(st.floats(1e-3, 1.0), min_size=1, max_size=6),
+    cycles=st.lists(st.floats(1e8, 2e8), min_size=6, max_size=6),
+    cpu_hz=st.floats(1e9, 9e9),
+)
+def test_oinc_dynamics__sqrt_split_latency_is_the_latency_model_at_the_sqrt_split(
+    tx: list[float], cycles: list[float], cpu_hz: float
+) -> None:
+    """Greedy's / Liu's estimates equal tau = transmission_time + computation_time at ``sqrt_split`` shares."""
+    n = len(tx)
+    upload_full = np.array(tx)  # d / r at the whole band: take d = tx, r = 1
+    c = np.array(cycles[:n])
+    group = np.zeros(n, dtype=np.int64)
+    v, z = dyn.sqrt_split(upload_full, group, 1), dyn.sqrt_split(c, group, 1)
+    tau = dyn.transmission_time(upload_full, np.ones(n), v) + dyn.computation_time(c, np.full(n, cpu_hz), z)
+    root_tx, root_c = np.sqrt(upload_full), np.sqrt(c)
+    est = dyn.sqrt_split_latency(root_tx, root_tx.sum(), root_c, root_c.sum(), cpu_hz)
+    assert est.tolist() == pytest.approx(tau.tolist(), rel=1e-9)
+    before = dyn.sqrt_split_latency(root_tx[:-1], root_tx[:-1].sum(), root_c[:-1], root_c[:-1].sum(), cpu_hz).sum()
+    increase = dyn.sqrt_split_total_increase(root_tx[-1], root_tx[:-1].sum(), root_c[-1], root_c[:-1].sum(), cpu_hz)
+    assert increase == pytest.approx(tau.sum() - before, rel=1e-9, abs=1e-12)
