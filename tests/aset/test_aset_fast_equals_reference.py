@@ -128,14 +128,20 @@ def _reference_simulate_window(
     return res
 
 
+def _action(policy: str, t: int, rng: np.random.Generator) -> int:
+    """``random``: uniform; ``switch``: cycle through the seven policies; a digit: that policy throughout."""
+    if policy == "random":
+        return int(rng.integers(7))
+    return t % 7 if policy == "switch" else int(policy)
+
+
 def _episode(env: ASETEnv, seed: int, policy: str, windows: int) -> list[tuple[Any, ...]]:
     """(obs, reward, terminated, truncated, info) of each step of one episode under a fixed or random policy."""
     obs, info = env.reset(seed=seed)
     out: list[tuple[Any, ...]] = [(obs, 0.0, False, False, info)]
     rng = np.random.default_rng(seed + 1000)
     for t in range(windows):
-        action = {"random": int(rng.integers(7)), "switch": t % 7}.get(policy) if policy in ("random", "switch") \
-            else int(policy)
+        action = _action(policy, t, rng)
         obs, reward, terminated, truncated, info = env.step(action)
         out.append((obs, reward, terminated, truncated, info))
         if terminated or truncated:
