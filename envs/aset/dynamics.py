@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from envs.aset.policies import TIE_RTOL, choose_worker
+from envs.aset.policies import LOAD_EPS_QPS, TIE_RTOL
 from envs.aset.types import Instance, State, Streams
 
 #: Upper edges of the latency-bound classes of state feature (iv) (ms): [0,100), [100,200), [200,400), [400,inf).
@@ -185,11 +185,26 @@ class WindowResult:
         )
 
 
-#: Static policies whose choice depends on the load only through the capacity check (2): their keys are fixed
-#: per scheduler, so a sub-window's arrivals are ranked in one batch (action -> (key table, maximise)).
+#: Policies whose keys are fixed per scheduler (action -> (key table, maximise)): closest, farthest, cheaper,
+#: least impedance. Their candidates are walked in key order, so a choice usually looks at one or two workers.
 _STATIC_EXTREME = {0: ("net_key_sw", False), 2: ("net_key_sw", True), 3: ("e2e_key_sw", True),
                    6: ("e2e_key_sw", False)}
-_RANDOM_LATENCY = 4
+_LOAD_BALANCING, _RANDOM_LATENCY, _RANDOM_LOAD = 1, 4, 5
+
+
+def _pick(ties: list[int], rng: np.random.Generator) -> int:
+    """The tie-break of :func:`envs.aset.policies.choose_worker`: ``ties`` in worker order, one draw if > 1."""
+    return ties[0] if len(ties) == 1 else ties[int(rng.integers(len(ties)))]
+
+
+def _pick_cumulative(cand: list[int], weights: list[float], rng: np.random.Generator) -> int:
+    """Random-proportional choice as ``choose_worker`` makes it (sequential cumsum, one draw, right search)."""
+    cum, total = [], 0.0
+    for x in weights:
+        total += x
+        cum.append(total)
+    idx = bisect.bisect_right(cum, rng.random() * total)
+    return cand[min(idx, len(cand) - 1)]
 
 
 def _bind_arrivals(
@@ -208,83 +223,70 @@ def _bind_arrivals(
     then add to it in arrival order, exactly as ``np.bincount`` would sum them (index order), so the (K, W)
     loads returned equal a bincount over every stream live in k.
 
-    For the policies with static keys (closest, farthest, cheaper, least impedance, random latency) the
-    candidates, best keys, tie sets and cumulative weights of a sub-window's arrivals are computed in one
-    batch against the sub-window's starting load, with the same elementwise formulas as
-    :func:`envs.aset.policies.choose_worker`; the per-arrival loop then only checks, in Python floats, whether
-    a worker already chosen in this sub-window has become too full for this arrival (then that arrival
-    goes through ``choose_worker`` with its exact candidates) and draws from ``choice_rng`` exactly when
-    and what ``choose_worker`` would draw. Load-dependent policies (load balancing, random load) call
-    ``choose_worker`` for every arrival.
+    Per arrival this is :func:`envs.aset.policies.choose_worker` in Python scalars (numpy per-call overhead
+    dominated at ~50 workers): the same comparisons, tie tolerance, sequential cumulative sums and draws
+    from ``choice_rng``, so the choices are identical (tests/aset/test_aset_fast_equals_reference.py). What
+    depends only on the arrival (static feasibility (1), (3), (4), its key order) is computed once per window.
     """
+    if policy not in range(7):
+        raise ValueError(f"policy={policy!r} is invalid: expected an integer in [0, 6]")
     k_sub, n_w = instance.sub_windows, instance.num_workers
     cap = instance.worker_capacity_qps
-    cap_eps = cap + 1e-9
-    cap_eps_list = cap_eps.tolist()
+    cap_eps, cap_list = (cap + 1e-9).tolist(), cap.tolist()
     feas = static_feasibility(instance, arr)
-    rate_arr, sched_arr = arr.streams.rate, arr.streams.scheduler
-    a_rate, a_sched = rate_arr.tolist(), sched_arr.tolist()
-    net_key, e2e_key = instance.net_key_sw, instance.e2e_key_sw
+    sched = arr.streams.scheduler
+    a_rate = arr.streams.rate.tolist()
+    counts = feas.sum(axis=1).tolist()
+    extreme = policy in _STATIC_EXTREME
+    if extreme:
+        table, maximise = _STATIC_EXTREME[policy]
+        key = getattr(instance, table)[sched]
+        order = np.argsort(np.where(feas, -key if maximise else key, np.inf), axis=1, kind="stable").tolist()
+        keys = key.tolist()
+    else:
+        cols = feas.nonzero()[1].tolist()
+        ends = np.cumsum(counts).tolist()
+        cand_lists = [cols[e - c : e] for c, e in zip(counts, ends)]
+        inv_e2e = (1.0 / instance.e2e_key_sw[sched]).tolist() if policy == _RANDOM_LATENCY else []
     first_of_sub = np.searchsorted(arr.streams.start_sub, window * k_sub + np.arange(k_sub + 1)).tolist()
     start, end, worker, rate = st.start_sub, st.end_sub, st.worker, st.rate
     load_kw = np.empty((k_sub, n_w))
-    chosen = np.full(len(arr.streams), -1, dtype=np.int64)
-    batched = policy in _STATIC_EXTREME or policy == _RANDOM_LATENCY
+    chosen = [-1] * len(a_rate)
     for k in range(k_sub):
         g = window * k_sub + k
         bound_live = (start < g) & (end >= g) & (worker >= 0)
-        load = np.bincount(worker[bound_live], weights=rate[bound_live], minlength=n_w)
+        load = np.bincount(worker[bound_live], weights=rate[bound_live], minlength=n_w).tolist()
         lo, hi = first_of_sub[k], first_of_sub[k + 1]
-        if hi > lo and batched:
-            c0 = feas[lo:hi] & (load + rate_arr[lo:hi, None] <= cap_eps)
-            sched = sched_arr[lo:hi]
-            if policy == _RANDOM_LATENCY:
-                cum = np.cumsum(np.where(c0, 1.0 / e2e_key[sched], 0.0), axis=1)
-                cand_rows = [row.nonzero()[0] for row in c0]
-                c0_rows = [c.tolist() for c in cand_rows]
-                cum_rows = [c.tolist() for c in cum]
+        for j in range(lo, hi):
+            r = a_rate[j]
+            w = -1
+            if extreme:
+                ks, ties = keys[j], []
+                best = tol = 0.0
+                for v in order[j][: counts[j]]:
+                    if not load[v] + r <= cap_eps[v]:
+                        continue
+                    if not ties:
+                        best = ks[v]
+                        tol = TIE_RTOL * max(1.0, abs(best))
+                    elif not abs(ks[v] - best) <= tol:
+                        break  # keys only move further from the best from here on
+                    ties.append(v)
+                if ties:
+                    w = _pick(sorted(ties), choice_rng)
             else:
-                table, maximise = _STATIC_EXTREME[policy]
-                key = getattr(instance, table)[sched]
-                best = np.where(c0, key, -np.inf if maximise else np.inf)
-                best = best.max(axis=1) if maximise else best.min(axis=1)
-                tol = TIE_RTOL * np.maximum(1.0, np.abs(best))
-                ties = c0 & (np.abs(key - best[:, None]) <= tol[:, None])
-                tie_rows = [row.nonzero()[0].tolist() for row in ties]
-            touched: dict[int, float] = {}
-            for j in range(lo, hi):
-                rate_j, i = a_rate[j], j - lo
-                # a worker that drops out of the candidates matters only if it was in the tie set (extreme
-                # policies: the best key is then unchanged) or a candidate at all (random latency)
-                row = c0_rows[i] if policy == _RANDOM_LATENCY else tie_rows[i]
-                if any(w in row and not lw + rate_j <= cap_eps_list[w] for w, lw in touched.items()):
-                    cand = (feas[j] & (load + rate_j <= cap_eps)).nonzero()[0]
-                    s = a_sched[j]
-                    w = choose_worker(policy, cand, net_key[s], e2e_key[s], load, cap, choice_rng)
-                elif policy == _RANDOM_LATENCY:
-                    cand = cand_rows[i]
-                    if cand.size == 0:
-                        w = -1
-                    else:
-                        c = cum_rows[i]
-                        x = choice_rng.random() * c[-1]
-                        w = int(cand[min(bisect.bisect_right([c[v] for v in cand], x), cand.size - 1)])
-                else:
-                    tie = tie_rows[i]
-                    w = -1 if not tie else tie[0] if len(tie) == 1 else tie[choice_rng.integers(len(tie))]
-                if w >= 0:
-                    load[w] += rate_j
-                    touched[w] = float(load[w])
-                    chosen[j] = w
-        else:
-            for j in range(lo, hi):
-                rate_j = a_rate[j]
-                cand = (feas[j] & (load + rate_j <= cap_eps)).nonzero()[0]
-                s = a_sched[j]
-                w = choose_worker(policy, cand, net_key[s], e2e_key[s], load, cap, choice_rng)
-                if w >= 0:
-                    load[w] += rate_j
-                    chosen[j] = w
+                cand = [v for v in cand_lists[j] if load[v] + r <= cap_eps[v]]
+                if cand and policy == _LOAD_BALANCING:
+                    best = min(load[v] for v in cand)
+                    tol = TIE_RTOL * max(1.0, abs(best))
+                    w = _pick([v for v in cand if abs(load[v] - best) <= tol], choice_rng)
+                elif cand and policy == _RANDOM_LATENCY:
+                    w = _pick_cumulative(cand, [inv_e2e[j][v] for v in cand], choice_rng)
+                elif cand and policy == _RANDOM_LOAD:
+                    w = _pick_cumulative(cand, [cap_list[v] / max(load[v], LOAD_EPS_QPS) for v in cand], choice_rng)
+            if w >= 0:
+                load[w] += r
+                chosen[j] = w
         worker[offset + lo : offset + hi] = chosen[lo:hi]
         load_kw[k] = load
     return load_kw
