@@ -37,6 +37,8 @@ NUM_CLASS_BINS = (LATENCY_BIN_EDGES_MS.size + 1) * (RATE_BIN_EDGES_FPS.size + 1)
 MAX_UTILISATION = 0.999
 #: z-scores beyond which ``ndtr`` returns exactly 0 / exactly 1 in double precision (with margin).
 CERTAIN_FAIL_Z_LOW, CERTAIN_FAIL_Z_HIGH = -38.5, 9.0
+#: Sub-windows whose outcomes are computed together (dense arrays of ~OUTCOME_BLOCK x 1000 streams stay in cache).
+OUTCOME_BLOCK = 5
 #: Clip value of every normalised observation feature.
 OBS_HIGH = 10.0
 #: Features per worker in the observation: bound streams, responses delivered, load.
@@ -292,6 +294,46 @@ def _bind_arrivals(
     return load_kw
 
 
+def _outcomes(
+    instance: Instance, st: Streams, load_kw: np.ndarray, served_qps: np.ndarray, g0: int, k_lo: int, k_hi: int
+) -> tuple[np.ndarray, ...]:
+    """Per-(sub-window, class) sums of sub-windows ``k_lo..k_hi-1``: queries, succeeded, failed, rejected per
+    app, bound streams per worker, query rate per state class.
+
+    On dense (sub-windows, streams) arrays: a stream not live in sub-window k issues 0 queries there and
+    adds +0.0 to every sum, which leaves each sum (taken in stream index order) as a per-sub-window loop
+    over the live streams would give it.
+    """
+    n_w, n_a, dt = instance.num_workers, instance.num_apps, instance.sub_window_s
+    cap = instance.worker_capacity_qps
+    n_k = k_hi - k_lo
+    k_col = np.arange(n_k)[:, None]
+    g = g0 + k_lo + k_col
+    live = (st.start_sub <= g) & (st.end_sub >= g)
+    bound = st.worker >= 0
+    load = load_kw[k_lo:k_hi]
+    # per-worker tables with an extra column W for unbound streams (served share 0, no wait)
+    served_share = np.zeros((n_k, n_w + 1))
+    served_share[:, :n_w] = np.where(load > cap, cap / np.maximum(load, 1e-12), 1.0)
+    wait_ms = np.zeros((n_k, n_w + 1))
+    wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps[k_lo:k_hi])
+    kw = k_col * (n_w + 1) + np.where(bound, st.worker, n_w)
+    queries = np.where(live, st.rate * dt, 0.0)
+    served = queries * served_share.take(kw)
+    fail = failure_fraction(st.base_ms + wait_ms.take(kw), st.bound_ms, st.jitter_sd_ms)
+    failed = served * fail
+    key = (k_col * n_a + st.app).ravel()
+    size = n_k * n_a
+    q_ka = np.bincount(key, weights=queries.ravel(), minlength=size).reshape(n_k, n_a)
+    s_ka = np.bincount(key, weights=(served - failed).ravel(), minlength=size).reshape(n_k, n_a)
+    f_ka = np.bincount(key, weights=failed.ravel(), minlength=size).reshape(n_k, n_a)
+    r_ka = np.bincount(key, weights=(queries - served).ravel(), minlength=size).reshape(n_k, n_a)
+    streams_kw = np.bincount(kw.ravel(), weights=live.ravel(), minlength=n_k * (n_w + 1))
+    class_rate = np.bincount((k_col * NUM_CLASS_BINS + st.class_bin).ravel(), weights=(live * st.rate).ravel(),
+                             minlength=n_k * NUM_CLASS_BINS).reshape(n_k, NUM_CLASS_BINS)
+    return q_ka, s_ka, f_ka, r_ka, streams_kw.reshape(n_k, n_w + 1)[:, :n_w], class_rate
+
+
 def simulate_window(
     instance: Instance,
     state: State,
@@ -307,8 +349,7 @@ def simulate_window(
     every sum runs over the same terms in the same order as a per-sub-window computation would, so the
     result is bit-identical to it (tests/aset/test_aset_fast_equals_reference.py).
     """
-    k_sub, n_w, n_a = instance.sub_windows, instance.num_workers, instance.num_apps
-    dt = instance.sub_window_s
+    k_sub = instance.sub_windows
     cap = instance.worker_capacity_qps
     arr = draw_arrivals(instance, state.window, arrival_rng)
     offset = len(state.streams)
@@ -325,35 +366,14 @@ def simulate_window(
         + instance.worker_delay_ms[w_ok]
     )
     st.jitter_sd_ms[offset + idx] = instance.jitter_sd_ms_sw[a_sched[idx], w_ok]
-    # --- fluid outcomes of every stream in every sub-window, on dense (K, N) arrays: a stream not live in
-    # sub-window k issues 0 queries there and adds +0.0 to every sum, which leaves each sum unchanged
-    k_col = np.arange(k_sub)[:, None]
-    g = state.window * k_sub + k_col
-    live = (st.start_sub <= g) & (st.end_sub >= g)
-    bound = st.worker >= 0
-    # per-worker tables with an extra column W for unbound streams (served share 0, no wait)
-    served_share = np.zeros((k_sub, n_w + 1))
-    served_share[:, :n_w] = np.where(load_kw > cap, cap / np.maximum(load_kw, 1e-12), 1.0)
+    # --- fluid outcomes of every stream in every sub-window, in blocks of sub-windows (cache-sized)
     served_qps = np.minimum(load_kw, cap)
-    wait_ms = np.zeros((k_sub, n_w + 1))
-    wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps)
-    kw = k_col * (n_w + 1) + np.where(bound, st.worker, n_w)
-    queries = np.where(live, st.rate * dt, 0.0)
-    served = queries * served_share.take(kw)
-    fail = failure_fraction(st.base_ms + wait_ms.take(kw), st.bound_ms, st.jitter_sd_ms)
-    failed = served * fail
-    key = (k_col * n_a + st.app).ravel()
-    size = k_sub * n_a
-    q_ka = np.bincount(key, weights=queries.ravel(), minlength=size).reshape(k_sub, n_a)
-    s_ka = np.bincount(key, weights=(served - failed).ravel(), minlength=size).reshape(k_sub, n_a)
-    f_ka = np.bincount(key, weights=failed.ravel(), minlength=size).reshape(k_sub, n_a)
-    r_ka = np.bincount(key, weights=(queries - served).ravel(), minlength=size).reshape(k_sub, n_a)
-    streams_kw = np.bincount(kw.ravel(), weights=live.ravel(), minlength=k_sub * (n_w + 1))
-    class_rate = np.bincount((k_col * NUM_CLASS_BINS + st.class_bin).ravel(), weights=(live * st.rate).ravel(),
-                             minlength=k_sub * NUM_CLASS_BINS).reshape(k_sub, NUM_CLASS_BINS)
+    parts = [_outcomes(instance, st, load_kw, served_qps, state.window * k_sub, lo, min(lo + OUTCOME_BLOCK, k_sub))
+             for lo in range(0, k_sub, OUTCOME_BLOCK)]
+    q_ka, s_ka, f_ka, r_ka, streams_kw, class_rate = (np.concatenate(x) for x in zip(*parts))
     # cumsum adds the sub-windows' rows one after another, as a running += would
     res = WindowResult(
-        streams_kw=streams_kw.reshape(k_sub, n_w + 1)[:, :n_w], served_kw=served_qps, load_kw=load_kw, class_rate_kc=class_rate,
+        streams_kw=streams_kw, served_kw=served_qps, load_kw=load_kw, class_rate_kc=class_rate,
         app_queries=np.cumsum(q_ka, axis=0)[-1], app_succeeded=np.cumsum(s_ka, axis=0)[-1],
         app_failed=np.cumsum(f_ka, axis=0)[-1], app_rejected=np.cumsum(r_ka, axis=0)[-1],
         sub_queries=q_ka.sum(axis=1), sub_succeeded=s_ka.sum(axis=1), sub_failed=f_ka.sum(axis=1),
