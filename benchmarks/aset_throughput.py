@@ -1,6 +1,6 @@
 """ASET-v0 simulation throughput: decision windows (10 s of simulated traffic, 20 sub-windows) per second.
 
-    python -m benchmarks.aset_throughput [seconds=5] [compare=false] [write=false]     # -h lists the keys
+    python -m benchmarks.aset_throughput [seconds=5] [compare=false] [rounds=3] [write=true]   # -h lists the keys
 
 ``measure(seconds)`` is what benchmarks/env_throughput.py imports: windows per second on the default
 full-edge topology at lambda = 60 (about 1000 live streams, 16,000 queries/s), uniformly random actions,
@@ -10,7 +10,7 @@ after a 60-window warm-up so the system holds its steady-state stream population
 (full-edge, lambda = 60 and 100): the old one is the verbatim reference copy that
 tests/aset/test_aset_fast_equals_reference.py checks the new one against, patched into the env. The two
 alternate in ``rounds`` short measurements each (so machine load affects both alike); the median rates
-and their ratio are printed and, with ``write=true``, written to results/benchmarks/performance.csv.
+and their ratio are printed and (unless ``write=false``) written to results/benchmarks/performance.csv.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Options:
     seconds: float = 5.0  # wall time per (topology, lambda) measurement; per round with compare=true
     compare: bool = False  # old (pre-issue-17 reference) vs new simulator, full-edge, lambda 60 and 100
     rounds: int = 3  # alternating old/new measurements per lambda with compare=true
-    write: bool = False  # with compare=true: write the rows to results/benchmarks/performance.csv
+    write: bool = True  # with compare=true: write the rows to results/benchmarks/performance.csv
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
