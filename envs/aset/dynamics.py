@@ -195,12 +195,12 @@ _LOAD_BALANCING, _RANDOM_LATENCY, _RANDOM_LOAD = 1, 4, 5
 
 
 def _pick(ties: list[int], rng: np.random.Generator) -> int:
-    """The tie-break of :func:`envs.aset.policies.choose_worker`: ``ties`` in worker order, one draw if > 1."""
+    """The tie-break of the policies' rules (envs/aset/policies.py): ``ties`` in worker order, one draw if > 1."""
     return ties[0] if len(ties) == 1 else ties[int(rng.integers(len(ties)))]
 
 
 def _pick_cumulative(cand: list[int], weights: list[float], rng: np.random.Generator) -> int:
-    """Random-proportional choice as ``choose_worker`` makes it (sequential cumsum, one draw, right search)."""
+    """Random-proportional choice as the policies' rules make it (sequential cumsum, one draw, right search)."""
     cum, total = [], 0.0
     for x in weights:
         total += x
@@ -225,8 +225,9 @@ def _bind_arrivals(
     then add to it in arrival order, exactly as ``np.bincount`` would sum them (index order), so the (K, W)
     loads returned equal a bincount over every stream live in k.
 
-    Per arrival this is :func:`envs.aset.policies.choose_worker` in Python scalars (numpy per-call overhead
-    dominated at ~50 workers): the same comparisons, tie tolerance, sequential cumulative sums and draws
+    Per arrival this applies the rules of envs/aset/policies.py, once, in Python scalars (numpy per-call
+    overhead dominated at ~50 workers), exactly as the one-arrival specification ``_reference_choose_worker``
+    (tests/aset/test_aset_fast_equals_reference.py) does: the same comparisons, tie tolerance, sequential cumulative sums and draws
     from ``choice_rng``, so the choices are identical (tests/aset/test_aset_fast_equals_reference.py). What
     depends only on the arrival (static feasibility (1), (3), (4), its key order) is computed once per window.
     """

