@@ -76,6 +76,7 @@ CONSTRUCTOR_CASES: dict[str, list[tuple[str, Any]]] = {
                ("reserved_priority", "maybe"), ("reserved_priority", None), ("render_mode", "human"),
                ("scenario_overrides", {"no_such_field": 1})],
     "OINC-v0": [("scenario", "nope"), ("retraining", "nope"), ("retraining", None), ("psi", -1.0), ("psi", "x"),
+                ("retraining_share", 1.5), ("retraining_share", 0.0), ("retraining_share", "half"),
                 ("observation", "nope"), ("instance_seed", -1), ("instance_seed", "0"), ("resample_instance", "false"),
                 ("drain_max_slots", -5), ("render_mode", "human"), ("scenario_overrides", {"no_such_field": 1})],
     "ASET-v0": [("topology", "nope"), ("topology", 3), ("lam", -1.0), ("lam", 0.0), ("lam", "x"), ("lam", 1e9),

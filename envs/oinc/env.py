@@ -96,12 +96,15 @@ class OINCEnv(gym.Env):
 
     ## Arguments
 
-    ``gym.make("OINC-v0", scenario="paper", scenario_overrides=None, retraining="aret", psi=3.0,
-    observation="paper", instance_seed=0, resample_instance=False, drain_max_slots=None)``
+    ``gym.make("OINC-v0", scenario="paper", scenario_overrides=None, retraining="aret", retraining_share=None,
+    psi=3.0, observation="paper", instance_seed=0, resample_instance=False, drain_max_slots=None)``
 
     * ``scenario``: named preset of :mod:`envs.oinc.generator` (``"paper"``, ``"tiny"``).
     * ``scenario_overrides``: Scenario fields, e.g. ``{"num_devices": 20, "channel": "physical"}``.
     * ``retraining``: ``"aret"`` (OINC), ``"kalmia"``, ``"ekya"``, ``"dedas"``, ``"zhang"``.
+    * ``retraining_share``: the controller's retraining share, a number in (0, 1): the cap of an edge's share
+      for aret and kalmia, the fixed share for dedas, zhang and ekya; ``None`` keeps each controller's
+      default (0.9 cap; 0.5; 1/(1 + I/J)), which is the env's behaviour without the argument.
     * ``psi``: SLO-miss penalty of eq. (4).
     * ``observation``: ``"paper"`` or ``"extended"``.
     * ``drain_max_slots``: cap of the drain phase (default 100 · horizon).
@@ -117,7 +120,7 @@ class OINCEnv(gym.Env):
     * v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
       is accepted (instance from the reset seed); unknown reset options, a wrongly typed
       ``options["instance"]``, negative reset seeds, non-bool ``resample_instance`` and float actions
-      raise ValueError.
+      raise ValueError; ``retraining_share`` (default None: each controller's own share, as before).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -127,6 +130,7 @@ class OINCEnv(gym.Env):
         scenario: str = "paper",
         scenario_overrides: dict[str, Any] | None = None,
         retraining: str = "aret",
+        retraining_share: float | None = None,
         psi: float = 3.0,
         observation: str = "paper",
         instance_seed: int = 0,
@@ -136,7 +140,8 @@ class OINCEnv(gym.Env):
     ) -> None:
         self.scenario: Scenario = make_scenario(scenario, **dict(scenario_overrides or {}))
         self.retraining_name = retraining
-        self.controller: RetrainingController = make_controller(retraining)
+        share = {} if retraining_share is None else {"retraining_share": retraining_share}
+        self.controller: RetrainingController = make_controller(retraining, **share)
         check_in_range("psi", psi, 0.0, 1e6)
         self.psi = float(psi)
         self.observation_mode = check_choice("observation", observation, OBSERVATIONS)

@@ -65,3 +65,22 @@ def test_oinc_retraining__set_share_bounds_or_fixes_every_edge(name: str) -> Non
         assert used.max() <= 0.7
     else:
         assert np.all(used == 0.7)
+
+
+def test_env_retraining_share_reaches_the_controller_and_none_keeps_the_default():
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    default = gym.make("OINC-v0", retraining="dedas").unwrapped
+    explicit = gym.make("OINC-v0", retraining="dedas", retraining_share=0.7).unwrapped
+    assert explicit.controller.retraining_share == 0.7
+    assert default.controller.retraining_share == 0.5
+    shares = {}
+    for name, env in (("default", default), ("explicit", explicit)):
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        shares[name] = np.array([env.step(env.action_space.sample())[4]["retraining_share_mean"] for _ in range(8)])
+    busy = shares["default"] > 0
+    assert busy.any()  # Dedas' fixed share on every edge holding a job: 0.7 instead of 0.5 on the same edges
+    assert np.allclose(shares["explicit"][busy] / shares["default"][busy], 0.7 / 0.5)
