@@ -88,6 +88,8 @@ class OINCEnv(gym.Env):
     episode metrics of Table II and Figs. 4-10: ``inference_latency_s`` (mean tau over all tasks),
     ``retraining_completion_s`` (mean b_k - a_k over all jobs, NaN without jobs), ``weighted_sum``
     (inference_latency_s + retraining_completion_s, alpha = beta = 1, the "Sum" column of Table II),
+    ``retraining_share`` (mean p^r over the edge-slots of the horizon that retrained: share > 0, not paused;
+    NaN if none),
     ``success_rate`` ((tasks meeting the SLO + jobs meeting the deadline) / (tasks + jobs)),
     ``slo_hit_rate``, ``deadline_hit_rate``, ``jobs_total``, ``jobs_finished_in_horizon``,
     ``jobs_censored``, ``drain_slots``, ``paused_fraction`` (paused edge-slots over edge-slots that ran
@@ -213,6 +215,8 @@ class OINCEnv(gym.Env):
         self._paused_slots = 0
         self._running_slots = 0
         self._finished_in_horizon = 0
+        self._share_sum = 0.0
+        self._share_count = 0
         self.last_allocation: dict[str, np.ndarray] = {}
         arrived = self._begin_slot()
         info = {"t": 0, "jobs_arrived": arrived, "retraining_share_mean": float(self._share.mean())}
@@ -245,6 +249,9 @@ class OINCEnv(gym.Env):
         self._paused_slots += int(np.count_nonzero(paused))
         self._running_slots += int(np.count_nonzero(running))
         self._finished_in_horizon += int(finished.size)
+        retraining_now = (self._share > 0) & ~paused
+        self._share_sum += float(self._share[retraining_now].sum())
+        self._share_count += int(np.count_nonzero(retraining_now))
         info: dict[str, Any] = {
             "t": self.t,
             "latency_mean_s": float(latency.mean()),
@@ -337,6 +344,7 @@ class OINCEnv(gym.Env):
             "jobs_censored": censored,
             "drain_slots": drain_slots,
             "paused_fraction": self._paused_slots / max(self._running_slots, 1),
+            "retraining_share": self._share_sum / self._share_count if self._share_count else float("nan"),
         }
 
     def _observation(self) -> np.ndarray:

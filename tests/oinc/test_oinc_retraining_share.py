@@ -84,3 +84,25 @@ def test_env_retraining_share_reaches_the_controller_and_none_keeps_the_default(
     busy = shares["default"] > 0
     assert busy.any()  # Dedas' fixed share on every edge holding a job: 0.7 instead of 0.5 on the same edges
     assert np.allclose(shares["explicit"][busy] / shares["default"][busy], 0.7 / 0.5)
+
+
+@pytest.mark.parametrize(("controller", "share", "expected"), [("dedas", None, 0.5), ("dedas", 0.7, 0.7),
+                                                                ("zhang", 0.6, 0.6), ("aret", None, None)])
+def test_episode_retraining_share_is_the_share_given_while_retraining(controller, share, expected):
+    """The final info's ``retraining_share`` (evaluate.py's column) is the mean p^r over the edge-slots that
+    retrained: exactly the fixed share of Dedas/Zhang, at most the 0.9 cap of A_ret."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    env = gym.make("OINC-v0", retraining=controller, **({} if share is None else {"retraining_share": share}))
+    env.reset(seed=1)
+    env.action_space.seed(1)
+    done, info = False, {}
+    while not done:
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        done = terminated or truncated
+    if expected is None:
+        assert 0.0 < info["retraining_share"] <= MAX_RETRAIN_SHARE
+    else:
+        assert info["retraining_share"] == pytest.approx(expected)
