@@ -209,6 +209,8 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
         point_rows = evaluate_once(point, out_dir / name / value_label(value))
         print(markdown_table(point_rows), flush=True)
         label = value if isinstance(value, (int, float, str)) else value_label(value)
+        if any(column in row for row in point_rows):  # the swept parameter is also a result column (e.g.
+            column = f"swept_{parameter.split('.')[-1]}"  # OINC's retraining_share): keep both, distinctly named
         rows += [{column: label, **row, "_value": value_label(value)} for row in point_rows]
     clean = [{k: v for k, v in r.items() if k != "_value"} for r in rows]
     write_csv(out_dir / f"{name}.csv", clean)
