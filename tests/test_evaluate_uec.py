@@ -119,6 +119,19 @@ def test_evaluate__sweep_writes_csv_and_png_per_contract_4(tmp_path):
     assert (tmp_path / "family" / "uniform" / "uec_profit.png").is_file()
 
 
+def test_evaluate__swept_parameter_that_is_also_a_result_column_keeps_both(tmp_path):
+    """OINC's equal-share sweep: the swept retraining_share and the measured one are distinct columns
+    (Dedas gives exactly the share it is set to, so the two must agree row by row)."""
+    cfg = config("experiment=oinc_equal_share", "env.kwargs.scenario=tiny", "policies=[liu+dedas]", "instances=1",
+                 "episodes=1")
+    cfg.out = str(tmp_path)
+    cfg.sweeps[0]["values"] = [0.5, 0.7]
+    evaluate.run(cfg)
+    rows = read_csv(tmp_path / "oinc_equal_share.csv")
+    assert [float(r["swept_retraining_share"]) for r in rows] == [0.5, 0.7]
+    assert [float(r["retraining_share"]) for r in rows] == pytest.approx([0.5, 0.7])
+
+
 @pytest.mark.parametrize("name", ["rescue_fig6", "rescue_fig7", "rescue_fig8", "rescue_fig9"])
 def test_evaluate__rescue_experiments_compose_with_valid_sweeps(name):
     cfg = config(f"experiment={name}")
