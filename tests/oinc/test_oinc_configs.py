@@ -36,13 +36,18 @@ def test_oinc_config__experiments_are_valid(path: pathlib.Path) -> None:
         resolve_pair(name, None)
     prefix = "env.kwargs.scenario_overrides."
     for sweep in cfg.get("sweeps", []):
-        assert sweep["parameter"].startswith(prefix)
-        field = sweep["parameter"][len(prefix):]
-        assert field in scenario_fields()
-        for value in sweep["values"]:
-            make_scenario("paper", **{field: value})
+        if sweep["parameter"] == "env.kwargs.retraining_share":  # an env argument, validated by every controller
+            for value in sweep["values"]:
+                for controller in ("aret", "kalmia", "ekya", "dedas", "zhang"):
+                    OINCEnv(scenario="tiny", retraining=controller, retraining_share=value)
+        else:
+            assert sweep["parameter"].startswith(prefix)
+            field = sweep["parameter"][len(prefix):]
+            assert field in scenario_fields()
+            for value in sweep["values"]:
+                make_scenario("paper", **{field: value})
         assert set(sweep["metrics"]) <= {"inference_latency_s", "retraining_completion_s", "weighted_sum",
-                                         "success_rate"}
+                                         "success_rate", "retraining_share"}
 
 
 def test_oinc_alg2__res_min_is_max_of_current_need_and_recent_quantile() -> None:
