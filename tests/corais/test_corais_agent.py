@@ -180,15 +180,22 @@ def test_corais_agent__shipped_model_on_non_trivial_instances_against_list_greed
 
 
 @pytest.mark.skipif(not (PRETRAINED_DIR / "model.pt").is_file(), reason="no shipped CoRaiS checkpoint")
+def heterogeneity_requests_per_edge(env_id: str) -> np.ndarray:
+    """Table VI's heterogeneity setting: requests CoRaiS(1k) sends to edges A..E (slopes 1.0 ... 0.2), summed
+    over 5 seeds."""
+    env = gym.make(env_id, scale=(5, 5, 100), characteristic="heterogeneity")
+    policy = make_policy(env_id, "corais_1k", env)
+    counts = np.zeros(5)
+    for seed in range(5):
+        counts += run_episode(env, policy, seed=seed, policy_seed=seed).final_info["requests_per_edge"]
+    return counts
+
+
 @pytest.mark.xfail(strict=True, reason="Table VI heterogeneity with the shipped model fails: on batches of identical "
                    "requests CoRaiS(1k) sends 0/13/30/44/13 requests to edges of slope 1.0...0.2 (README; the "
                    "one-shot policy splits batches by request size and identical requests give it nothing to split)")
 def test_corais_agent__shipped_model_sends_more_requests_to_faster_edges() -> None:
-    env = gym.make("CoRaiS-v0", scale=(5, 5, 100), characteristic="heterogeneity")
-    policy = make_policy("CoRaiS-v0", "corais_1k", env)
-    counts = np.zeros(5)
-    for seed in range(5):
-        counts += run_episode(env, policy, seed=seed, policy_seed=seed).final_info["requests_per_edge"]
+    counts = heterogeneity_requests_per_edge("CoRaiS-v0")
     assert counts[4] > counts[0] and np.all(np.diff(counts / 5) >= -1)  # edges get faster from A to E
 
 
@@ -220,11 +227,7 @@ def test_corais_agent__v1_model_against_list_greedy_ls() -> None:
 def test_corais_agent__v1_model_sends_more_requests_to_faster_edges() -> None:
     """Table VI heterogeneity with the learned v1 model, CoRaiS(1k) as in the paper (measured 1.4 / 8.8 /
     22.6 / 31.6 / 35.6 requests to edges of slope 1.0 ... 0.2; the v0 model fails this test)."""
-    env = gym.make("CoRaiS-v1", scale=(5, 5, 100), characteristic="heterogeneity")
-    policy = make_policy("CoRaiS-v1", "corais_1k", env)
-    counts = np.zeros(5)
-    for seed in range(5):
-        counts += run_episode(env, policy, seed=seed, policy_seed=seed).final_info["requests_per_edge"]
+    counts = heterogeneity_requests_per_edge("CoRaiS-v1")
     assert counts[4] > counts[0] and np.all(np.diff(counts / 5) >= -1)  # edges get faster from A to E
 
 
