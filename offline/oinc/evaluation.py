@@ -54,9 +54,11 @@ PAPER_TABLE2: dict[str, tuple[float, float]] = {
 A_INF_STAND_IN = "liu"
 METRICS = ("inference_latency_s", "retraining_completion_s", "weighted_sum", "success_rate")
 #: Averaged per policy (mean and 95 % CI), on top of METRICS.
-#: Also summarised per pair: the hit rates, and the share of an edge the controller gave retraining while it
-#: retrained (``retraining_share``), so completion times are read beside the share that bought them.
-SECONDARY = ("slo_hit_rate", "deadline_hit_rate", "retraining_share")
+#: Also summarised per pair: the hit rates, the share of an edge the controller gave retraining while it
+#: retrained (``retraining_share``), so completion times are read beside the share that bought them, and the
+#: fraction of retraining edge-slots paused for inference (``paused_fraction``: A_ret's pause rule fires more
+#: often behind weaker inference allocations, which lengthens completion times).
+SECONDARY = ("slo_hit_rate", "deadline_hit_rate", "retraining_share", "paused_fraction")
 
 #: What `python evaluate.py env=oinc-v0` runs: Table II (the oinc row needs `oinc=<run_dir>`).
 DEFAULT_EVALUATION: dict[str, Any] = {"policies": list(TABLE2), "instances": 5, "episodes": 2}
