@@ -217,3 +217,15 @@ def test_sac__multidiscrete_env_trains_and_acts_within_each_head(tmp_path):
     model.save(tmp_path / "m")
     loaded = DiscreteSAC.load(tmp_path / "m.zip", device="cpu")
     assert np.array_equal(loaded.predict(obs, deterministic=True)[0], actions)
+
+
+def test_sac__multidiscrete_soft_value_uses_the_mean_head_entropy():
+    """V = mean_h [E_π_h Q_h + α H(π_h)]: the bonus stays on one head's scale however many heads there are."""
+    layout = HeadLayout([2, 2, 3])
+    logits = layout.split(th.tensor([[0.0, math.log(3.0), 0.0, 0.0, 0.0, 0.0, 0.0]]))
+    valid = layout.valid_masks(None, 1, logits[0].device)
+    probs, log_probs = zip(*(masked_log_softmax(g, v) for g, v in zip(logits, valid)))
+    q = layout.split(th.tensor([[1.0, 3.0, 2.0, 4.0, 0.0, 3.0, 6.0]]))
+    heads = [([0.25, 0.75], [1.0, 3.0]), ([0.5, 0.5], [2.0, 4.0]), ([1 / 3] * 3, [0.0, 3.0, 6.0])]
+    per_head = [sum(p * x for p, x in zip(ps, qs)) - ALPHA * sum(p * math.log(p) for p in ps) for ps, qs in heads]
+    assert soft_state_value(probs, log_probs, q, ALPHA).item() == pytest.approx(sum(per_head) / 3)
