@@ -55,7 +55,9 @@ class OINCEnv(gym.Env):
     | [2I, 2I+J)             | f_j^t = 1 - p_j^r, the share of edge j available to inference      |
 
     ``observation="extended"`` appends SLO_i / max SLO (I), the full-band rate r_ij / max rate (I·J,
-    row-major) and the number of retraining jobs queued on each edge / I (J, clipped to 1).
+    row-major), edge j's CPU frequency / the scenario's highest (J) and the number of retraining jobs
+    queued on each edge / I (J, clipped to 1): every instance feature the heuristics read, so one agent
+    can be trained across instances.
 
     ## Starting State
 
@@ -122,7 +124,9 @@ class OINCEnv(gym.Env):
     * v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
       is accepted (instance from the reset seed); unknown reset options, a wrongly typed
       ``options["instance"]``, negative reset seeds, non-bool ``resample_instance`` and float actions
-      raise ValueError; ``retraining_share`` (default None: each controller's own share, as before).
+      raise ValueError; ``retraining_share`` (default None: each controller's own share, as before);
+      ``observation="extended"`` gains the edges' CPU frequencies (J more entries; the default ``paper``
+      observation is unchanged).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -165,7 +169,7 @@ class OINCEnv(gym.Env):
         self.action_space = spaces.MultiDiscrete(np.tile([n_j, dyn.NUM_LEVELS, dyn.NUM_LEVELS], n_i))
         n_obs = 2 * n_i + n_j
         if self.observation_mode == "extended":
-            n_obs += n_i + n_i * n_j + n_j
+            n_obs += n_i + n_i * n_j + n_j + n_j
         self.observation_space = spaces.Box(0.0, 1.0, shape=(n_obs,), dtype=np.float32)
         self._set_instance(self.instance)
         self._draws: EpisodeDraws | None = None
@@ -185,7 +189,8 @@ class OINCEnv(gym.Env):
         self._device_index = np.arange(instance.num_devices)
         if self.observation_mode == "extended":
             self._static_obs = np.concatenate(
-                [instance.slo_s / instance.slo_s.max(), (instance.full_rate_bps / instance.full_rate_bps.max()).ravel()]
+                [instance.slo_s / instance.slo_s.max(), (instance.full_rate_bps / instance.full_rate_bps.max()).ravel(),
+                 instance.cpu_hz / (sc.cpu_ghz[1] * 1e9)]
             )
 
     # ------------------------------------------------------------------ gymnasium API

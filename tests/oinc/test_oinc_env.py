@@ -266,3 +266,19 @@ def test_oinc_v0__presets_and_sweeps_are_valid() -> None:
         assert all(getattr(sc, field) == v for v, sc in pairs)
     with pytest.raises(ValueError, match="sweep"):
         sweep_scenarios("latency")
+
+
+def test_oinc_v0__extended_observation_carries_every_instance_feature_the_heuristics_read() -> None:
+    """SLOs, the rate table and the edges' CPU (absolute scale: over the scenario's highest), then the queues."""
+    env = OINCEnv(scenario="paper", observation="extended", resample_instance=True)
+    n_i, n_j = env.scenario.num_devices, env.scenario.num_edges
+    for seed in (0, 1):
+        obs, _ = env.reset(seed=seed)
+        inst = env.instance
+        tail = obs[2 * n_i + n_j:]
+        assert tail.shape == (n_i + n_i * n_j + 2 * n_j,)
+        np.testing.assert_allclose(tail[:n_i], inst.slo_s / inst.slo_s.max(), rtol=1e-6)
+        np.testing.assert_allclose(tail[n_i:n_i + n_i * n_j], (inst.full_rate_bps / inst.full_rate_bps.max()).ravel(),
+                                   rtol=1e-6)
+        np.testing.assert_allclose(tail[n_i + n_i * n_j:n_i + n_i * n_j + n_j],
+                                   inst.cpu_hz / (env.scenario.cpu_ghz[1] * 1e9), rtol=1e-6)
