@@ -57,7 +57,12 @@ def available_policies(env_id: str) -> list[str]:
 
 
 def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs: Any) -> Any:
-    """A Policy from a training run folder (or a checkpoint file in one), a learned or a non-learning policy name."""
+    """A Policy from a training run folder (or a checkpoint file in one), a shipped agent
+    (``pretrained:<name>``, :mod:`agents.pretrained`), a learned or a non-learning policy name."""
+    if str(name_or_run).startswith("pretrained:"):
+        from agents.pretrained import expand
+
+        name_or_run = expand(str(name_or_run))
     path = Path(name_or_run)
     if is_run_path(path):
         run_dir, checkpoint = check_run_env(path, env_id)

@@ -1,0 +1,174 @@
+"""Pretrained agents shipped with the suite, loadable by name.
+
+Each sub-folder of ``agents/pretrained/`` is a slim training run: the run's ``config.yaml``, a
+``model.zip`` and ``provenance.yaml`` (the command that trained it, commit, machine, date, steps, wall time
+and its last in-training evaluation). The model file keeps what acting needs (the SAC actor, the DQN
+online Q-network); the critics, target networks and optimiser states are zeroed and the archive deflated
+so that it fits in git. It loads with stable-baselines3 as usual and acts exactly as the trained run;
+fine-tuning it would restart the critics from zero.
+
+    python evaluate.py env=uec-v0 "policies=[pretrained:uec-v0-sac,rescue,pickconfigs]"
+    python evaluate.py env=oinc-v0 "policies=[oinc=pretrained:oinc-v0-sacd,liu_aret]"
+
+    from agents import pretrained
+    policy = pretrained.load("uec-v0-sac", env)      # a Policy (reset(env), act(obs, info))
+    pretrained.available()                            # name -> provenance
+
+Ship a new one from a finished run: ``python -m agents.pretrained name=<name> run=<run_dir>``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import yaml
+
+PRETRAINED_DIR = Path(__file__).resolve().parent
+PREFIX = "pretrained:"
+#: the parameters acting needs, per algorithm (SB3 state-dict key prefixes); the rest are zeroed
+ACTING_PARAMETERS = {"sac": ("actor.",), "dqn": ("q_net.",)}
+_TOKEN = re.compile(r"pretrained:([A-Za-z0-9_.-]+)")
+
+
+def available() -> dict[str, dict[str, Any]]:
+    """Name -> provenance of every shipped agent (sorted by name)."""
+    found = {}
+    for folder in sorted(PRETRAINED_DIR.iterdir()):
+        provenance = folder / "provenance.yaml"
+        if folder.is_dir() and provenance.is_file():
+            found[folder.name] = yaml.safe_load(provenance.read_text())
+    return found
+
+
+def path(name: str) -> Path:
+    """The run folder of the shipped agent ``name``; raises ValueError listing the valid names."""
+    names = available()
+    if name not in names:
+        raise ValueError(f"pretrained agent {name!r} is unknown: valid names are {sorted(names)}")
+    return PRETRAINED_DIR / name
+
+
+def expand(spec: str) -> str:
+    """``spec`` with every ``pretrained:<name>`` replaced by that agent's folder (names are checked), so a
+    pretrained agent goes wherever a run folder does: ``pretrained:x``, ``oinc=pretrained:x``,
+    ``pretrained:x+dedas``."""
+    return _TOKEN.sub(lambda m: str(path(m.group(1))), str(spec))
+
+
+def load(name: str, env: gym.Env, **kwargs: Any) -> Any:
+    """The shipped agent ``name`` as a Policy for ``env`` (greedy actions; see agents.loading.load_run_policy)."""
+    from agents.loading import check_run_env, load_run_policy
+
+    folder = path(name)
+    check_run_env(folder, env.spec.id if env.spec is not None else str(available()[name]["env_id"]))
+    return load_run_policy(folder, env, **kwargs)
+
+
+def slim_model(source: Path, target: Path, algo: str) -> None:
+    """Copy an SB3 ``model.zip`` keeping the acting parameters, zeroing the rest and dropping optimiser
+    moments; the archive is deflated (zeroed tensors compress to almost nothing)."""
+    import torch as th
+
+    if algo not in ACTING_PARAMETERS:
+        raise ValueError(f"algo={algo!r} cannot be shipped: expected one of {sorted(ACTING_PARAMETERS)}")
+    keep = ACTING_PARAMETERS[algo]
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED,
+                                                                compresslevel=9) as out:
+        for item in archive.infolist():
+            payload = archive.read(item.filename)
+            if item.filename == "policy.pth":
+                state = th.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+                state = {k: (v if k.startswith(keep) or not th.is_floating_point(v) else th.zeros_like(v))
+                         for k, v in state.items()}
+                buffer = io.BytesIO()
+                th.save(state, buffer)
+                payload = buffer.getvalue()
+            elif item.filename.endswith("optimizer.pth"):
+                state = th.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+                state["state"] = {}  # no Adam moments: a valid state for load_state_dict
+                buffer = io.BytesIO()
+                th.save(state, buffer)
+                payload = buffer.getvalue()
+            out.writestr(item.filename, payload)
+
+
+@dataclass
+class ShipConfig:
+    name: str = ""  # folder name under agents/pretrained/, e.g. uec-v0-sac
+    run: str = ""  # a finished training run folder (config.yaml + model.zip)
+    command: str = ""  # the command that trained it (default: from the run's config)
+    note: str = ""
+
+
+def ship(cfg: ShipConfig) -> Path:
+    """Copy run ``cfg.run`` as pretrained agent ``cfg.name`` (config, slim model, provenance)."""
+    import csv
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+
+    from omegaconf import OmegaConf
+
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", cfg.name or ""):
+        raise ValueError(f"name={cfg.name!r} is invalid: letters, digits, '.', '_' and '-' only")
+    run = Path(cfg.run)
+    if not (run / "config.yaml").is_file() or not (run / "model.zip").is_file():
+        raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and model.zip)")
+    config = OmegaConf.load(run / "config.yaml")
+    algo = str(config.algo.name)
+    target = PRETRAINED_DIR / cfg.name
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    try:
+        shutil.copy(run / "config.yaml", target / "config.yaml")
+        slim_model(run / "model.zip", target / "model.zip", algo)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    last_eval: dict[str, Any] = {}
+    if (run / "eval.csv").is_file():
+        with (run / "eval.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        if rows:
+            last_eval = {k: float(v) for k, v in rows[-1].items() if v not in ("", None)}
+    wall_s = None
+    stamps = [line[:23] for line in (run / "train.log").read_text().splitlines() if line[:4].isdigit()] \
+        if (run / "train.log").is_file() else []
+    if len(stamps) >= 2:
+        first, last = (datetime.strptime(x, "%Y-%m-%d %H:%M:%S,%f") for x in (stamps[0], stamps[-1]))
+        wall_s = round((last - first).total_seconds(), 1)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=PRETRAINED_DIR).stdout.strip()
+    provenance = {
+        "name": cfg.name, "env_id": str(config.env.id), "algo": algo, "seed": int(config.seed),
+        "steps": int(config.steps), "trained_in": run.name, "wall_s_from_train_log": wall_s,
+        "command": cfg.command or f"python train.py env={config.env.name} algo={algo} seed={int(config.seed)}",
+        "last_eval": last_eval, "shipped_at_commit": commit,
+        "machine": f"{platform.machine()}, python {platform.python_version()}",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "note": cfg.note,
+    }
+    (target / "provenance.yaml").write_text(yaml.safe_dump(provenance, sort_keys=False))
+    return target
+
+
+def main(cfg: ShipConfig) -> None:
+    try:
+        print(ship(cfg))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    from agents.cli import run_cli
+
+    run_cli(main, ShipConfig, __doc__)

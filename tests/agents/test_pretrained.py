@@ -1,0 +1,72 @@
+"""agents.pretrained: shipping a run as a slim model that acts exactly as the run, and loading it by name."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents.pretrained as pretrained
+from agents.loading import load_run_policy, resolve_policy
+
+TINY = ["env=oinc-v0", "algo=sac", "steps=150", "algo.learning_starts=100", "env.kwargs.scenario=tiny",
+        "progress=false", "eval.freq=100000", "eval.episodes=1", "eval.reference=false", "eval.bound=false"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    from hydra import compose, initialize_config_dir
+
+    import train
+
+    overrides = [*TINY, f"out={tmp_path_factory.mktemp('runs')}"]
+    with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    return train.run(cfg, overrides=overrides)
+
+
+@pytest.fixture
+def shipped(tiny_run, tmp_path, monkeypatch) -> Path:
+    monkeypatch.setattr(pretrained, "PRETRAINED_DIR", tmp_path / "pretrained")
+    (tmp_path / "pretrained").mkdir()
+    return pretrained.ship(pretrained.ShipConfig(name="oinc-tiny", run=str(tiny_run), command="python train.py ..."))
+
+
+def test_pretrained__slim_model_acts_exactly_as_the_run_and_is_smaller(tiny_run, shipped):
+    env = gym.make("OINC-v0", scenario="tiny")
+    original, slim = load_run_policy(tiny_run, env), load_run_policy(shipped, env)
+    for seed in range(20):
+        obs, info = env.reset(seed=seed)
+        assert np.array_equal(original.act(obs, info), slim.act(obs, info))
+    assert (shipped / "model.zip").stat().st_size < 0.5 * (tiny_run / "model.zip").stat().st_size
+    with zipfile.ZipFile(shipped / "model.zip") as archive:
+        assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in archive.infolist())
+    provenance = pretrained.available()["oinc-tiny"]
+    assert provenance["env_id"] == "OINC-v0" and provenance["algo"] == "sac" and provenance["steps"] == 150
+    assert provenance["command"] == "python train.py ..."
+
+
+def test_pretrained__loaded_by_name_from_python_and_through_resolve_policy(shipped):
+    env = gym.make("OINC-v0", scenario="tiny")
+    obs, info = env.reset(seed=3)
+    by_name = pretrained.load("oinc-tiny", env)
+    resolved = resolve_policy("OINC-v0", "pretrained:oinc-tiny", env)
+    assert np.array_equal(by_name.act(obs, info), resolved.act(obs, info))
+    assert pretrained.expand("oinc=pretrained:oinc-tiny") == f"oinc={shipped}"
+    assert pretrained.expand("pretrained:oinc-tiny+dedas") == f"{shipped}+dedas"
+
+
+def test_pretrained__unknown_names_and_bad_runs_are_refused(shipped, tmp_path):
+    with pytest.raises(ValueError, match="valid names are \\['oinc-tiny'\\]"):
+        pretrained.path("nope")
+    with pytest.raises(ValueError, match="valid names"):
+        resolve_policy("OINC-v0", "pretrained:nope", gym.make("OINC-v0", scenario="tiny"))
+    with pytest.raises(ValueError, match="name="):
+        pretrained.ship(pretrained.ShipConfig(name="a/b", run=str(tmp_path)))
+    with pytest.raises(ValueError, match="not a finished training run"):
+        pretrained.ship(pretrained.ShipConfig(name="empty", run=str(tmp_path)))
+    with pytest.raises(ValueError, match="trained on OINC-v0"):
+        pretrained.load("oinc-tiny", gym.make("UEC-v0"))
