@@ -22,11 +22,15 @@ composed config) evaluate.py runs one evaluation into ``<out>/<sweep>/<value>/``
 ``<out>/<sweep>.csv`` (the swept value first) and ``<out>/<sweep>.png`` (each metric against the value,
 one line per policy). A sweep may also carry ``overrides`` (dotted path -> value) applied to all its points.
 ``+experiment=name`` is accepted as a synonym of ``experiment=name``.
+
+An experiment may instead name a ``runner`` ("module:function" taking the composed config): the papers'
+experiments (``experiment=papers``, ``papers_<paper>``, ``quick=true``) run :mod:`evaluate_papers` this way.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib
 import math
 import sys
 from datetime import datetime
@@ -220,6 +224,9 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
 
 def run(cfg: DictConfig) -> Path:
     """Evaluate (or run the experiment's sweeps) as configured; returns the output folder."""
+    if cfg.get("runner"):  # an experiment of experiments (experiment=papers): its runner does the work
+        module, _, function = str(cfg.runner).partition(":")
+        return getattr(importlib.import_module(module), function)(cfg)
     resolve_settings(cfg)  # fail at once on bad input, before any work
     check_writable_folder("out", str(cfg.out or "results"))
     if cfg.get("out"):
