@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,17 +157,3 @@ def ship(cfg: ShipConfig) -> Path:
     }
     (target / "provenance.yaml").write_text(yaml.safe_dump(provenance, sort_keys=False))
     return target
-
-
-def main(cfg: ShipConfig) -> None:
-    try:
-        print(ship(cfg))
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    from agents.cli import run_cli
-
-    run_cli(main, ShipConfig, __doc__)

@@ -70,3 +70,21 @@ def test_pretrained__unknown_names_and_bad_runs_are_refused(shipped, tmp_path):
         pretrained.ship(pretrained.ShipConfig(name="empty", run=str(tmp_path)))
     with pytest.raises(ValueError, match="trained on OINC-v0"):
         pretrained.load("oinc-tiny", gym.make("UEC-v0"))
+
+
+@pytest.mark.parametrize("name", sorted(pretrained.available()))
+def test_pretrained__every_shipped_agent_reproduces_its_recorded_evaluation(name: str):
+    """The shipped file is small, and greedy episodes on the run's eval seeds give its last eval reward."""
+    from omegaconf import OmegaConf
+
+    from offline.protocol import run_episode
+
+    folder = pretrained.path(name)
+    provenance = pretrained.available()[name]
+    assert (folder / "model.zip").stat().st_size < 5_000_000
+    config = OmegaConf.load(folder / "config.yaml")
+    env = gym.make(provenance["env_id"], **OmegaConf.to_container(config.env.kwargs, resolve=True))
+    policy = pretrained.load(name, env)
+    seeds = range(int(config.eval.seed), int(config.eval.seed) + int(config.eval.episodes))
+    rewards = [run_episode(env, policy, seed=s).total_reward for s in seeds]
+    assert np.mean(rewards) == pytest.approx(provenance["last_eval"]["mean_reward"], rel=1e-6)
