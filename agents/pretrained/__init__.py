@@ -155,5 +155,22 @@ def ship(cfg: ShipConfig) -> Path:
         "machine": f"{platform.machine()}, python {platform.python_version()}",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "note": cfg.note,
     }
+    provenance["check_eval"] = check_evaluation(target, config)
     (target / "provenance.yaml").write_text(yaml.safe_dump(provenance, sort_keys=False))
     return target
+
+
+def check_evaluation(folder: Path, config: Any) -> dict[str, Any]:
+    """Mean greedy reward of the shipped model on a fresh env (the run's env kwargs) reset with the run's
+    eval seeds, one episode each: what tests/agents/test_pretrained.py reproduces."""
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    from agents.loading import load_run_policy
+    from offline.protocol import run_episode
+
+    env = gym.make(str(config.env.id), **OmegaConf.to_container(config.env.kwargs, resolve=True))
+    policy = load_run_policy(folder, env)
+    first, count = int(config.eval.seed), int(config.eval.episodes)
+    rewards = [run_episode(env, policy, seed=s).total_reward for s in range(first, first + count)]
+    return {"first_seed": first, "episodes": count, "mean_reward": float(np.mean(rewards))}
