@@ -14,7 +14,9 @@ setting, which of our result files (a sweep's CSV or ``summary``), rows (``where
 to, a tolerance and, where ours is known to differ, a link explaining why. Check kinds and verdicts:
 
 ``value``      one row's column (mean ± its ``<column>_ci95``) against the paper's number: reproduced when
-               the 95 % CI widened by the tolerance (``rel`` of the paper's value, or ``abs``) covers it.
+               the 95 % CI widened by the tolerance (``rel`` of the paper's value, or ``abs``) covers it,
+               differs when it does not, inconclusive when it covers it only because the CI is wider than
+               a quarter of the paper's value plus the tolerance (too few instances to tell).
 ``range``      every selected row inside the paper's [lo, hi], widened by the tolerance.
 ``bound``      a statistic of the selected rows (``stat``: mean, min, max or spread = max - min) on the
                right side (``relation``: ">=" or "<=") of the paper's number.
@@ -66,7 +68,10 @@ PAPERS: dict[str, str] = {
     "corais": "CoRaiS: cooperative request dispatching over multiple edges (CoRaiS-v0, CoRaiS-v1)",
 }
 KINDS = ("value", "range", "bound", "best", "trend", "paired", "best_differs", "not_run")
-VERDICTS = ("reproduced", "differs", "not run")
+VERDICTS = ("reproduced", "differs", "inconclusive", "not run")
+#: A value check whose 95 % CI half-width exceeds this share of the paper's value (plus the tolerance) and
+#: covers the paper's value cannot tell: "inconclusive" (run the full size), not "reproduced".
+WIDE_CI = 0.25
 BLOCK_KEYS = {"name", "quick", "full_time", "checks"}
 CHECK_KEYS = {"id", "kind", "quantity", "source", "setting", "paper_value", "unit", "file", "where", "column",
               "tolerance", "explanation", "policy", "better", "by", "direction", "policies", "a", "b", "relation",
@@ -211,9 +216,13 @@ def judge(check: dict, rows: list[dict]) -> dict:
         if math.isnan(mean):
             return _result("nan", note="our value is undefined (e.g. no instance solved)")
         tol = _tolerance(check, float(paper))
-        ok = abs(mean - float(paper)) <= (0.0 if math.isnan(ci) else ci) + tol
+        half = 0.0 if math.isnan(ci) else ci
+        ok = abs(mean - float(paper)) <= half + tol
+        verdict = "reproduced" if ok else "differs"
+        if ok and half > WIDE_CI * abs(float(paper)) + tol:
+            verdict = "inconclusive"
         ratio = mean / float(paper) if float(paper) else ""
-        return _result(mean, "" if math.isnan(ci) else ci, ratio, "reproduced" if ok else "differs")
+        return _result(mean, "" if math.isnan(ci) else ci, ratio, verdict)
     values = [_float(r.get(column)) for r in selected] if column else []
     if kind == "range":
         lo, hi = (float(x) for x in paper)
@@ -425,6 +434,10 @@ def counts(rows: list[dict]) -> dict[str, int]:
     return {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
 
 
+def _counts_text(c: dict[str, int]) -> str:
+    return f"{c['reproduced']} reproduced, {c['differs']} differ, {c['inconclusive']} inconclusive, {c['not run']} not run"
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else f"{value:.4g}"
@@ -461,11 +474,12 @@ def render_page(paper: str, runs: list[dict], prov: dict[str, str], quick: bool)
         f"Run time: {sum(r['wall_s'] for r in runs):.0f} s on this machine ({prov['cores']} cores, load average "
         f"{prov['load average at start']} at the start).",
         "",
-        f"**Verdicts: {c['reproduced']} reproduced, {c['differs']} differ, {c['not run']} not run** "
+        f"**Verdicts: {_counts_text(c)}** "
         f"(of {len(all_rows)} quantities).",
         "",
         "Verdict rules: a number is *reproduced* when our 95 % CI, widened by the check's tolerance, covers the "
-        "paper's value; a range when every point lies inside it (widened likewise); a qualitative claim when it "
+        "paper's value, *inconclusive* when it covers it only because the CI is wider than a quarter of the paper's "
+        "value plus the tolerance (too few instances or episodes to tell); a range when every point lies inside it (widened likewise); a qualitative claim when it "
         "holds at every point of our sweep (or as stated in the row). *Not run*: the row needs a trained agent "
         "(the command is given) or a point the quick size leaves out. Ours is mean ± 95 % CI (Student t over "
         "instances × episodes) where the column has one.",
@@ -480,8 +494,7 @@ def render_page(paper: str, runs: list[dict], prov: dict[str, str], quick: bool)
     for run in runs:
         rc = counts(run["rows"])
         lines += ["", f"## {run['experiment']}", "",
-                  f"Run here: {run['size']}, {run['wall_s']:.0f} s. Verdicts: {rc['reproduced']} reproduced, "
-                  f"{rc['differs']} differ, {rc['not run']} not run.", "",
+                  f"Run here: {run['size']}, {run['wall_s']:.0f} s. Verdicts: {_counts_text(rc)}.", "",
                   "| quantity | source | paper | ours | ratio | verdict | setting / compares to | why it differs |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in run["rows"]:
@@ -501,11 +514,11 @@ def render_page(paper: str, runs: list[dict], prov: dict[str, str], quick: bool)
 def render_readme_table(summary: Path) -> str:
     """The results-at-a-glance table from ``results/papers/summary.csv``."""
     rows = read_rows(summary)
-    lines = ["| paper | quantities checked | reproduced | differ | not run | size | details |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| paper | quantities checked | reproduced | differ | inconclusive | not run | size | details |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['paper']} | {r['quantities']} | {r['reproduced']} | {r['differs']} | {r['not_run']} | "
-                     f"{r['size']} | [docs/papers/{r['paper']}.md](docs/papers/{r['paper']}.md) |")
+        lines.append(f"| {r['paper']} | {r['quantities']} | {r['reproduced']} | {r['differs']} | {r['inconclusive']} | "
+                     f"{r['not_run']} | {r['size']} | [docs/papers/{r['paper']}.md](docs/papers/{r['paper']}.md) |")
     return "\n".join(lines)
 
 
@@ -565,14 +578,14 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str =
         all_rows = [r for run in runs for r in run["rows"]]
         c = counts(all_rows)
         summary[paper] = {"paper": paper, "experiments": len(runs), "quantities": len(all_rows),
-                          "reproduced": c["reproduced"], "differs": c["differs"], "not_run": c["not run"],
+                          "reproduced": c["reproduced"], "differs": c["differs"], "inconclusive": c["inconclusive"],
+                          "not_run": c["not run"],
                           "size": "quick" if quick else "full", "wall_s": round(sum(r["wall_s"] for r in runs), 1),
                           "commit": prov["commit"], "date": prov["date"], "command": command}
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         ordered = [summary[p] for p in PAPERS if p in summary]
         evaluate_cli.write_csv(summary_path, ordered)
-        print(f"{paper}: {c['reproduced']} reproduced, {c['differs']} differ, {c['not run']} not run "
-              f"-> {docs / f'{paper}.md'}", flush=True)
+        print(f"{paper}: {_counts_text(c)} -> {docs / f'{paper}.md'}", flush=True)
     if readme is not None:
         update_readme(Path(readme), summary_path)
     return summary_path

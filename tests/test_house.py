@@ -15,12 +15,12 @@ from envs.problems import PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: envs ← offline ← agents ← entry points: a module may import only from its own layer or lower ones.
-LAYERS = {"envs": 0, "offline": 1, "agents": 2, "train": 3, "evaluate": 3, "benchmarks": 3}
+LAYERS = {"envs": 0, "offline": 1, "agents": 2, "train": 3, "evaluate": 3, "evaluate_papers": 3, "benchmarks": 3}
 SUITE_PACKAGES = ("envs", "offline", "agents")
 
 
 def source_files() -> list[Path]:
-    files = [ROOT / "train.py", ROOT / "evaluate.py"]
+    files = [ROOT / "train.py", ROOT / "evaluate.py", ROOT / "evaluate_papers.py"]
     for folder in (*SUITE_PACKAGES, "benchmarks"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
