@@ -332,6 +332,10 @@ def compare_experiment(paper: str, experiment: str, block: dict, out_dir: Path) 
         result = judge(check, cache[file])
         note = "; ".join(x for x in (check.get("note", ""), result.pop("note")) if x)
         paper_value = check.get("paper_value", "")
+        if paper_value in ("", None) or check["kind"] in ("trend", "best_differs"):  # the claim, in words
+            paper_value = {"best": "at every point", "paired": "for every policy",
+                           "trend": check.get("direction", "increasing"),
+                           "best_differs": f">= {paper_value or 2}"}.get(check["kind"], paper_value)
         rows.append({
             "experiment": experiment, "check": check["id"], "quantity": check["quantity"],
             "source": check["source"], "setting": check.get("setting", ""), "kind": check["kind"],
