@@ -507,8 +507,8 @@ def render_page(paper: str, runs: list[dict], prov: dict[str, str], quick: bool)
             why = f"[why]({r['explanation']})" if r["explanation"] else ""
             note = f" ({r['note']})" if r["note"] else ""
             lines.append(f"| {_cell(r['quantity'])} | {_cell(r['source'])} | {_cell(r['paper_value'])}{unit} | "
-                         f"{_cell(ours)} | {_cell(r['ratio'])} | {r['verdict']} | {_cell(r['setting'])}; "
-                         f"`{_cell(r['compares_to'])}`{_cell(note)} | {why} |")
+                         f"{_cell(ours)} | {_cell(r['ratio'])} | {r['verdict']} | {_cell(r['setting'])}"
+                         f"{'; `' + _cell(r['compares_to']) + '`' if r['compares_to'] else ''}{_cell(note)} | {why} |")
     lines += ["", "## Provenance", ""] + [f"- {k}: `{v}`" for k, v in prov.items()] + [""]
     return "\n".join(lines)
 
