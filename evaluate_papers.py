@@ -3,7 +3,7 @@
     python evaluate.py experiment=papers                 # all four papers, full size
     python evaluate.py experiment=papers quick=true      # the CI size (minutes on 2 cores)
     python evaluate.py experiment=papers_rescue          # one paper (papers_oinc, papers_aset, papers_corais)
-    python -m evaluate_papers paper=rescue quick=true    # the same without Hydra's command line
+    python -m evaluate_papers paper=rescue quick=true    # the same without Hydra's command line (paper=all: all four)
     python -m evaluate_papers readme                     # README's results-at-a-glance from results/papers/summary.csv
 
 The papers' numbers live beside each experiment: a ``paper:`` block in ``conf/experiment/<name>.yaml``
@@ -612,6 +612,7 @@ def main(argv: list[str]) -> int:
     options = {"paper": "all", "quick": "false"}
     for arg in argv:
         key, sep, value = arg.partition("=")
+        key = "paper" if key == "papers" else key
         if not sep or key not in options:
             print(f"error: {arg!r} is not understood; usage: python -m evaluate_papers [paper=<{'|'.join(PAPERS)}|all>]"
                   " [quick=true|false] | readme", file=sys.stderr)
