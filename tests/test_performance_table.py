@@ -1,4 +1,4 @@
-"""README's Performance table is generated from results/benchmarks/performance.csv and must match it."""
+"""The Performance table of docs/performance.md is generated from results/benchmarks/performance.csv and must match it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import pytest
 
 from benchmarks.results import (
     COLUMNS,
-    README_BEGIN,
-    README_END,
+    PAGE,
+    TABLE_BEGIN,
+    TABLE_END,
     markdown_table,
     read_rows,
-    readme_with_table,
+    page_with_table,
     write_rows,
 )
 
@@ -20,11 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "benchmarks" / "performance.csv"
 
 
-def test_readme_performance_table_equals_the_results_file():
+def test_docs_performance_table_equals_the_results_file():
     rows = read_rows(RESULTS)
-    assert rows, "results/benchmarks/performance.csv is missing: run the benchmarks (README, Performance)"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme == readme_with_table(readme, rows), "README's table is stale: run `python -m benchmarks.results`"
+    assert rows, "results/benchmarks/performance.csv is missing: run the benchmarks (docs/performance.md)"
+    assert PAGE == ROOT / "docs" / "performance.md"
+    page = PAGE.read_text(encoding="utf-8")
+    assert page == page_with_table(page, rows), "docs/performance.md's table is stale: run `python -m benchmarks.results`"
     for row in rows:  # every row says where it comes from
         assert row["command"].startswith("python -m benchmarks.") and row["commit"] and row["machine"], row
 
@@ -43,8 +45,8 @@ def test_write_rows_replaces_one_benchmarks_rows_and_keeps_the_others(tmp_path):
     with pytest.raises(ValueError, match="quantity"):
         write_rows("a", [{"value": 1}], path=path)
     with pytest.raises(ValueError, match="markers"):
-        readme_with_table("no markers here", rows)
-    assert readme_with_table(f"a\n{README_BEGIN}\nold\n{README_END}\nb", rows).endswith(f"{README_END}\nb")
+        page_with_table("no markers here", rows)
+    assert page_with_table(f"a\n{TABLE_BEGIN}\nold\n{TABLE_END}\nb", rows).endswith(f"{TABLE_END}\nb")
 
 
 def test_training_speed_benchmark_runs_its_worker_and_reports_learner_and_random_rates():
