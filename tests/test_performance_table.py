@@ -12,8 +12,8 @@ from benchmarks.results import (
     TABLE_BEGIN,
     TABLE_END,
     markdown_table,
-    read_rows,
     page_with_table,
+    read_rows,
     write_rows,
 )
 
