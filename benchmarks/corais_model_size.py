@@ -5,7 +5,7 @@
 For each run folder (``agents/corais/trainer.py`` output; its ``model_best.pt``) and each decoding (greedy,
 best of 1,000 samples): the mean, min and max over the test seeds of cost / ``list_greedy_ls``'s cost, the
 model's parameter count. Written to ``results/corais/model_size.csv`` with
-the command, so the README's comparison of the paper-sized network with the CPU recipe comes from a file.
+the command, so the comparison of the paper-sized network (docs/envs/corais.md) with the CPU recipe comes from a file.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Export learning curves from training runs' TensorBoard event files as a PNG.
 
-    python -m benchmarks.plot_curves 'runs=[runs/uec-v0__sac__0__*,runs/uec-v0__dqn__0__*]' out=docs/learning_curve_uec.png
+    python -m benchmarks.plot_curves 'runs=[runs/uec-v0__sac__0__*,runs/uec-v0__dqn__0__*]' out=docs/img/learning_curve_uec.png
     python -m benchmarks.plot_curves runs=[runs/uec-v0__sac__0__20250101-120000] tags=[eval/mean_reward] title=SAC
 
 ``runs`` entries may be glob patterns (quote them for the shell); ``-h`` lists the keys.

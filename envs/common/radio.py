@@ -3,7 +3,7 @@
 Both papers use r = B·log2(1 + p·g/N) with the 3GPP pico-cell path loss
 PL(dB) = 140.7 + 36.7·log10(d_km) + 4 (OINC; RESCUE cites it) and a noise figure of "-40 dBm".
 Read physically (g = 10^(-PL/10), N = -40 dBm) the SNR is about -60 dB and the rate a few bit/s, so
-two readings are offered (see README "Modelling choices"):
+two readings are offered (see docs/modelling_choices.md):
 
 * ``"physical"``: g = 10^(-PL/10), thermal noise -174 dBm/Hz over the band. 1.6-15 Mbps at 3 MHz
   over 0.15-0.45 km with 100 mW. UEC-v0's default.

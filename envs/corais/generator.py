@@ -42,7 +42,7 @@ LARGE_SCALES: tuple[tuple[int, int, int], ...] = (
 #: edge or the load) and "load" (CoRaiS-v1: each edge's backlog compute time is a random share of the
 #: batch's fluid level, so queue lengths scale with the edge's replicas and the batch's load).
 BACKLOG_MODELS: tuple[str, ...] = ("uniform", "load")
-#: Scenario fields of CoRaiS-v1 that differ from CoRaiS-v0 (design in README, "CoRaiS-v1").
+#: Scenario fields of CoRaiS-v1 that differ from CoRaiS-v0 (design in docs/envs/corais.md, "CoRaiS-v1").
 V1_DEFAULTS: dict[str, Any] = {"backlog": "load", "backlog_load": 1.0}
 
 #: Named presets: "N-Q-Z" for every paper scale, plus "tiny" (brute-forceable) for tests.

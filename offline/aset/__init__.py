@@ -7,7 +7,7 @@ Registered for "ASET-v0" (``offline.aset.policies``):
 * ``random_switch``: a uniformly random static policy in every window;
 * ``periodic_switch``: a fixed cycle of static policies, by default (least_impedance, least_impedance,
   farthest): a hand-found, non-adaptive reference showing how much mere mixing of two static
-  policies gains (see README, section ASET).
+  policies gains (see docs/envs/aset.md).
 
 * ``best_static_hindsight``: per episode, the best of the seven static policies on that same episode
   (an upper bound no single static policy reaches). As a policy it replays the episode seed with each

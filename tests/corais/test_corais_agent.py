@@ -154,7 +154,7 @@ def test_corais_agent__shipped_model_beats_local_at_training_scale() -> None:
     assert wins >= 4
 
 
-#: CoRaiS-v0 (10, 5, 100) test seeds (README's 10,000...) whose instances are not trivial: list_greedy_ls stays
+#: CoRaiS-v0 (10, 5, 100) test seeds (docs/envs/corais.md's 10,000...) whose instances are not trivial: list_greedy_ls stays
 #: above the backlog-only bound (on the others any sensible dispatcher ties the optimum).
 NONTRIVIAL_SEEDS = (10000, 10003, 10005, 10009, 10011, 10016, 10017, 10018, 10020, 10023, 10024, 10027)
 
@@ -192,7 +192,7 @@ def heterogeneity_requests_per_edge(env_id: str) -> np.ndarray:
 
 
 @pytest.mark.xfail(strict=True, reason="Table VI heterogeneity with the shipped model fails: on batches of identical "
-                   "requests CoRaiS(1k) sends 0/13/30/44/13 requests to edges of slope 1.0...0.2 (README; the "
+                   "requests CoRaiS(1k) sends 0/13/30/44/13 requests to edges of slope 1.0...0.2 (docs/envs/corais.md; the "
                    "one-shot policy splits batches by request size and identical requests give it nothing to split)")
 def test_corais_agent__shipped_model_sends_more_requests_to_faster_edges() -> None:
     counts = heterogeneity_requests_per_edge("CoRaiS-v0")
