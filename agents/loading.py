@@ -60,9 +60,7 @@ def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs:
     """A Policy from a training run folder (or a checkpoint file in one), a shipped agent
     (``pretrained:<name>``, :mod:`agents.pretrained`), a learned or a non-learning policy name."""
     if str(name_or_run).startswith("pretrained:"):
-        from agents.pretrained import expand
-
-        name_or_run = expand(str(name_or_run))
+        name_or_run = expand_pretrained(str(name_or_run))
     path = Path(name_or_run)
     if is_run_path(path):
         run_dir, checkpoint = check_run_env(path, env_id)
@@ -78,6 +76,32 @@ def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs:
             f"valid policies: {available_policies(env_id)}"
         )
     return offline_registry.make_policy(env_id, str(name_or_run), env, **kwargs)
+
+
+#: shipped agents (agents.pretrained): one slim run folder per name, with provenance.yaml
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+_PRETRAINED_TOKEN = re.compile(r"pretrained:([A-Za-z0-9_.-]+)")
+
+
+def pretrained_agents() -> dict[str, dict[str, Any]]:
+    """Name -> provenance of every shipped agent under :data:`PRETRAINED_DIR` (sorted by name)."""
+    import yaml
+
+    return {folder.name: yaml.safe_load((folder / "provenance.yaml").read_text())
+            for folder in sorted(PRETRAINED_DIR.iterdir()) if (folder / "provenance.yaml").is_file()}
+
+
+def pretrained_path(name: str) -> Path:
+    """The run folder of the shipped agent ``name``; raises ValueError listing the valid names."""
+    names = pretrained_agents()
+    if name not in names:
+        raise ValueError(f"pretrained agent {name!r} is unknown: valid names are {sorted(names)}")
+    return PRETRAINED_DIR / name
+
+
+def expand_pretrained(spec: str) -> str:
+    """``spec`` with every ``pretrained:<name>`` replaced by that agent's folder."""
+    return _PRETRAINED_TOKEN.sub(lambda m: str(pretrained_path(m.group(1))), str(spec))
 
 
 class SB3ModelPolicy:

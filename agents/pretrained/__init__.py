@@ -30,45 +30,35 @@ from typing import Any
 import gymnasium as gym
 import yaml
 
-PRETRAINED_DIR = Path(__file__).resolve().parent
+from agents import loading
+
 PREFIX = "pretrained:"
 #: the parameters acting needs, per algorithm (SB3 state-dict key prefixes); the rest are zeroed
 ACTING_PARAMETERS = {"sac": ("actor.",), "dqn": ("q_net.",)}
-_TOKEN = re.compile(r"pretrained:([A-Za-z0-9_.-]+)")
 
 
 def available() -> dict[str, dict[str, Any]]:
     """Name -> provenance of every shipped agent (sorted by name)."""
-    found = {}
-    for folder in sorted(PRETRAINED_DIR.iterdir()):
-        provenance = folder / "provenance.yaml"
-        if folder.is_dir() and provenance.is_file():
-            found[folder.name] = yaml.safe_load(provenance.read_text())
-    return found
+    return loading.pretrained_agents()
 
 
 def path(name: str) -> Path:
     """The run folder of the shipped agent ``name``; raises ValueError listing the valid names."""
-    names = available()
-    if name not in names:
-        raise ValueError(f"pretrained agent {name!r} is unknown: valid names are {sorted(names)}")
-    return PRETRAINED_DIR / name
+    return loading.pretrained_path(name)
 
 
 def expand(spec: str) -> str:
     """``spec`` with every ``pretrained:<name>`` replaced by that agent's folder (names are checked), so a
     pretrained agent goes wherever a run folder does: ``pretrained:x``, ``oinc=pretrained:x``,
     ``pretrained:x+dedas``."""
-    return _TOKEN.sub(lambda m: str(path(m.group(1))), str(spec))
+    return loading.expand_pretrained(spec)
 
 
 def load(name: str, env: gym.Env, **kwargs: Any) -> Any:
     """The shipped agent ``name`` as a Policy for ``env`` (greedy actions; see agents.loading.load_run_policy)."""
-    from agents.loading import check_run_env, load_run_policy
-
     folder = path(name)
-    check_run_env(folder, env.spec.id if env.spec is not None else str(available()[name]["env_id"]))
-    return load_run_policy(folder, env, **kwargs)
+    loading.check_run_env(folder, env.spec.id if env.spec is not None else str(available()[name]["env_id"]))
+    return loading.load_run_policy(folder, env, **kwargs)
 
 
 def slim_model(source: Path, target: Path, algo: str) -> None:
@@ -123,7 +113,7 @@ def ship(cfg: ShipConfig) -> Path:
         raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and model.zip)")
     config = OmegaConf.load(run / "config.yaml")
     algo = str(config.algo.name)
-    target = PRETRAINED_DIR / cfg.name
+    target = loading.PRETRAINED_DIR / cfg.name
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -146,7 +136,7 @@ def ship(cfg: ShipConfig) -> Path:
         first, last = (datetime.strptime(x, "%Y-%m-%d %H:%M:%S,%f") for x in (stamps[0], stamps[-1]))
         wall_s = round((last - first).total_seconds(), 1)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=PRETRAINED_DIR).stdout.strip()
+                            cwd=loading.PRETRAINED_DIR).stdout.strip()
     provenance = {
         "name": cfg.name, "env_id": str(config.env.id), "algo": algo, "seed": int(config.seed),
         "steps": int(config.steps), "trained_in": run.name, "wall_s_from_train_log": wall_s,
@@ -166,11 +156,10 @@ def check_evaluation(folder: Path, config: Any) -> dict[str, Any]:
     import numpy as np
     from omegaconf import OmegaConf
 
-    from agents.loading import load_run_policy
     from offline.protocol import run_episode
 
     env = gym.make(str(config.env.id), **OmegaConf.to_container(config.env.kwargs, resolve=True))
-    policy = load_run_policy(folder, env)
+    policy = loading.load_run_policy(folder, env)
     first, count = int(config.eval.seed), int(config.eval.episodes)
     rewards = [run_episode(env, policy, seed=s).total_reward for s in range(first, first + count)]
     return {"first_seed": first, "episodes": count, "mean_reward": float(np.mean(rewards))}

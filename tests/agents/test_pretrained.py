@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import agents.pretrained as pretrained
+from agents import loading
 from agents.loading import load_run_policy, resolve_policy
 
 TINY = ["env=oinc-v0", "algo=sac", "steps=150", "algo.learning_starts=100", "env.kwargs.scenario=tiny",
@@ -30,7 +31,7 @@ def tiny_run(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def shipped(tiny_run, tmp_path, monkeypatch) -> Path:
-    monkeypatch.setattr(pretrained, "PRETRAINED_DIR", tmp_path / "pretrained")
+    monkeypatch.setattr(loading, "PRETRAINED_DIR", tmp_path / "pretrained")
     (tmp_path / "pretrained").mkdir()
     return pretrained.ship(pretrained.ShipConfig(name="oinc-tiny", run=str(tiny_run), command="python train.py ..."))
 
