@@ -420,7 +420,10 @@ def provenance(command: str) -> dict[str, str]:
         torch_version = torch.__version__
     except ImportError:  # pragma: no cover
         torch_version = "not installed"
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
+    # tracked files changed since the commit, outputs aside (this run's results, pages and README's table)
+    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
+               if not line[3:].startswith(("results/", "docs/papers/", "README.md"))]
+    dirty = f" (uncommitted changes in: {', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''})" if changed else ""
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
     return {
         "commit": git("rev-parse", "--short", "HEAD") + dirty,
