@@ -410,7 +410,7 @@ def run_experiment(paper: str, experiment: str, block: dict, *, quick: bool, res
 def provenance(command: str) -> dict[str, str]:
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.rstrip()
         except (OSError, subprocess.SubprocessError):
             return "unknown"
 
