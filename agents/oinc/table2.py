@@ -1,6 +1,7 @@
 """OINC Table II with the SAC-D rows taken from several training seeds, beside the paper's numbers.
 
     python -m agents.oinc.table2 "runs=[runs/oinc_sacd/*]" out=results/oinc/table2_sacd
+    python -m agents.oinc.table2 "runs=[runs/oinc_sacd/*]" checkpoint=model_150000_steps.zip   # equal budgets
 
 The seven (inference, controller) pairs of Table II are evaluated by :func:`offline.runner.evaluate` on
 the same instances and episode seeds (Table II's protocol: instances ``seed .. seed+instances-1``, each
@@ -21,6 +22,7 @@ and ``<out>/command.txt``.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +48,25 @@ class Table2Config:
     instances: int = 5
     episodes: int = 2
     seed: int = 0
+    checkpoint: str = ""  # a model file in each run's checkpoints/ (e.g. model_150000_steps.zip); "" = model.zip
     reps: int = 2000  # bootstrap resamples
     out: str = "results/oinc/table2_sacd"
+
+
+def model_path(run: Path, checkpoint: str) -> Path:
+    """The run folder itself (its model.zip) or ``run/checkpoints/<checkpoint>``, which must exist."""
+    if not checkpoint:
+        return run
+    path = run / "checkpoints" / checkpoint
+    if not path.is_file():
+        raise ValueError(f"checkpoint={checkpoint!r}: {path} does not exist")
+    return path
+
+
+def model_steps(model: Path, config: Any) -> int:
+    """Env steps behind a model: from a checkpoint's name (model[_interrupted]_<n>_steps.zip) or the run's config."""
+    match = re.search(r"_(\d+)_steps\.zip$", model.name) if model.is_file() else None
+    return int(match.group(1)) if match else int(config.steps)
 
 
 def bootstrap_mean_ci(matrix: np.ndarray, reps: int, seed: int = 0) -> tuple[float, float, float]:
@@ -90,7 +109,8 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     env_kwargs = OmegaConf.to_container(next(iter(configs.values())).env.kwargs, resolve=True)
     env_kwargs["resample_instance"] = False  # Table II: every pair on the same fixed instances
     env_kwargs.pop("instance_seed", None)
-    names = [*HEURISTIC_ROWS, *(f"{run}+{controller}" for run in runs for controller in LEARNED_ROWS.values())]
+    models = {run: model_path(run, cfg.checkpoint) for run in runs}
+    names = [*HEURISTIC_ROWS, *(f"{models[run]}+{controller}" for run in runs for controller in LEARNED_ROWS.values())]
     out = Path(cfg.out)
     evaluate("OINC-v0", env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
              out_dir=out / "evaluation", progress=False, resolve=resolve_policy)
@@ -102,7 +122,7 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
         inference, controller = TABLE2[name]
         row: dict[str, Any] = {"policy": name, "inference": inference, "retraining": controller}
         if name in LEARNED_ROWS:
-            labels = [f"{run}+{LEARNED_ROWS[name]}" for run in runs]
+            labels = [f"{models[run]}+{LEARNED_ROWS[name]}" for run in runs]
             row["inference"] = "SAC-D"
             row["runs"] = len(runs)
             for m in REPORTED:
@@ -112,8 +132,8 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
                 row |= {m: mean, f"{m}_lo": lo, f"{m}_hi": hi,
                         f"{m}_seed_lo": float(seed_means.min()), f"{m}_seed_hi": float(seed_means.max())}
             for run, label in zip(runs, labels):
-                per_run.append({"policy": name, "run": str(run), "seed": int(configs[run].seed),
-                                "steps": int(configs[run].steps),
+                per_run.append({"policy": name, "run": str(run), "model": str(models[run]),
+                                "seed": int(configs[run].seed), "steps": model_steps(models[run], configs[run]),
                                 **{m: float(np.mean(episodes[label][m])) for m in REPORTED}})
         else:
             row["runs"] = 0

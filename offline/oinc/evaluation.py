@@ -64,6 +64,12 @@ SECONDARY = ("slo_hit_rate", "deadline_hit_rate", "retraining_share", "paused_fr
 DEFAULT_EVALUATION: dict[str, Any] = {"policies": list(TABLE2), "instances": 5, "episodes": 2}
 
 
+def is_trained(path: str) -> bool:
+    """A training run folder or a model file in one (``.zip``/``.pt``, e.g. a checkpoint): a trained A_inf."""
+    candidate = pathlib.Path(path)
+    return candidate.is_dir() or (candidate.is_file() and candidate.suffix in (".zip", ".pt"))
+
+
 def resolve_pair(name: str, model: str | None, default_controller: str = "aret") -> tuple[str, str, str | None, str]:
     """(label, controller, inference spec or None when missing, note) for a policy name.
 
@@ -77,7 +83,7 @@ def resolve_pair(name: str, model: str | None, default_controller: str = "aret")
         inference, controller = TABLE2[name]
         if inference == "A_inf":
             if model:
-                if not pathlib.Path(model).is_dir():
+                if not is_trained(model):
                     raise ValueError(f"model={model!r} is invalid for policy={name!r}: expected a training run folder")
                 inference, note = model, "A_inf = trained run"
             elif name == "oinc":
@@ -87,7 +93,7 @@ def resolve_pair(name: str, model: str | None, default_controller: str = "aret")
         return name, controller, inference, note
     if "+" in name:
         inference, controller = name.rsplit("+", 1)
-    elif name in INFERENCE_POLICIES or pathlib.Path(name).is_dir():
+    elif name in INFERENCE_POLICIES or is_trained(name):
         inference, controller = name, default_controller
     else:
         valid = [*TABLE2, "oinc=<run_dir>", "<inference>+<controller>", "<run_dir>"]
@@ -97,7 +103,7 @@ def resolve_pair(name: str, model: str | None, default_controller: str = "aret")
         )
     if controller not in CONTROLLERS:
         raise ValueError(f"retraining={controller!r} is invalid in policy={name!r}: expected one of {list(CONTROLLERS)}")
-    if inference not in INFERENCE_POLICIES and not pathlib.Path(inference).is_dir():
+    if inference not in INFERENCE_POLICIES and not is_trained(inference):
         raise ValueError(
             f"policy={name!r}: inference={inference!r} is invalid: expected one of {list(INFERENCE_POLICIES)} "
             "or a training run folder"

@@ -11,7 +11,7 @@ import pytest
 from agents.oinc.table2 import LEARNED_ROWS, Table2Config, bootstrap_mean_ci, table2
 from offline.oinc import TABLE2, evaluate_policies
 
-TINY_TRAINING = ["env=oinc-v0", "algo=sac", "steps=150", "algo.learning_starts=100", "env.kwargs.scenario=tiny",
+TINY_TRAINING = ["env=oinc-v0", "algo=sac", "steps=150", "checkpoint_freq=100", "algo.learning_starts=100", "env.kwargs.scenario=tiny",
                  "env.kwargs.observation=extended", "env.kwargs.resample_instance=true", "progress=false",
                  "eval.freq=100000", "eval.episodes=1", "eval.reference=false", "eval.bound=false"]
 
@@ -78,3 +78,18 @@ def test_table2__runs_of_another_env_or_setting_are_refused_before_writing(two_r
     with pytest.raises(ValueError, match="OINC-v0"):
         table2(Table2Config(runs=[str(two_runs[0]), str(other)], out=str(tmp_path / "out")))
     assert not (tmp_path / "out").exists()
+
+
+def test_table2__a_checkpoint_of_every_run_is_evaluated_and_its_steps_reported(two_runs, tmp_path):
+    checkpoints = sorted((two_runs[0] / "checkpoints").glob("model_*_steps.zip"))
+    assert checkpoints, "the tiny runs save a checkpoint"
+    name = checkpoints[0].name
+    table2(Table2Config(runs=[str(r) for r in two_runs], checkpoint=name, instances=1, episodes=1, reps=100,
+                        out=str(tmp_path)))
+    with (tmp_path / "per_run.csv").open() as handle:
+        per_run = list(csv.DictReader(handle))
+    steps = int(name.split("_")[-2])
+    assert {int(r["steps"]) for r in per_run} == {steps}
+    assert all(r["model"].endswith(name) for r in per_run)
+    with pytest.raises(ValueError, match="checkpoint="):
+        table2(Table2Config(runs=[str(r) for r in two_runs], checkpoint="model_9_steps.zip", out=str(tmp_path / "x")))
