@@ -40,7 +40,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from agents.loading import available_policies, check_run_env, is_run_path, resolve_policy
+from agents.loading import available_policies, check_run_env, expand_pretrained, is_run_path, resolve_policy
 from agents.registry import check_writable_folder
 from envs.problems import get_problem
 from offline.runner import EvaluationHook, evaluate, get_hook
@@ -71,7 +71,7 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     policies = cfg.policies if cfg.policies is not None else defaults.get("policies") or available_policies(env_id)
     if isinstance(policies, str):
         policies = [policies]
-    policies = [str(p) for p in policies]
+    policies = [expand_pretrained(str(p)) for p in policies]  # pretrained:<name> -> its run folder
     if not policies:
         raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
     for policy in policies:  # a run folder or a checkpoint in one: trained on this env?

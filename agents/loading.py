@@ -100,8 +100,14 @@ def pretrained_path(name: str) -> Path:
 
 
 def expand_pretrained(spec: str) -> str:
-    """``spec`` with every ``pretrained:<name>`` replaced by that agent's folder."""
-    return _PRETRAINED_TOKEN.sub(lambda m: str(pretrained_path(m.group(1))), str(spec))
+    """``spec`` with every ``pretrained:<name>`` replaced by that agent's folder (relative to the working
+    directory when inside it, so tables show ``agents/pretrained/<name>``)."""
+
+    def folder(match: re.Match) -> str:
+        path = pretrained_path(match.group(1))
+        return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+    return _PRETRAINED_TOKEN.sub(folder, str(spec))
 
 
 class SB3ModelPolicy:

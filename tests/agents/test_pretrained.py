@@ -90,3 +90,19 @@ def test_pretrained__every_shipped_agent_reproduces_its_recorded_evaluation(name
     seeds = range(check["first_seed"], check["first_seed"] + check["episodes"])
     rewards = [run_episode(env, policy, seed=s).total_reward for s in seeds]
     assert np.mean(rewards) == pytest.approx(check["mean_reward"], rel=1e-9)
+
+
+def test_pretrained__evaluate_py_takes_pretrained_names_and_refuses_unknown_ones():
+    from hydra import compose, initialize_config_dir
+
+    import evaluate
+
+    conf = str(Path(__file__).resolve().parents[2] / "conf")
+    name = sorted(pretrained.available())[0]
+    env = pretrained.available()[name]["env_id"].lower()
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        good = compose("evaluate", overrides=[f"env={env}", f"policies=[pretrained:{name}]"])
+        bad = compose("evaluate", overrides=[f"env={env}", "policies=[pretrained:nope]"])
+    assert Path(evaluate.resolve_settings(good)["policies"][0]).resolve() == pretrained.path(name)
+    with pytest.raises(ValueError, match="pretrained agent 'nope' is unknown"):
+        evaluate.resolve_settings(bad)
