@@ -123,6 +123,15 @@ def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
         **s["evaluation_kwargs"],
     )
     write_csv(out_dir / "summary.csv", rows)
+    hook = s["hook"]
+    if hook.score_metric is not None:  # trained runs among the policies: rliable's IQM against the best baseline
+        from agents.compare import learner_table, write_learner_table
+
+        table = learner_table(rows, s["policies"], hook.score_metric, hook.higher_is_better)
+        if table:
+            write_learner_table(table, out_dir)
+            print(markdown_table([{k: r[k] for k in ("algo", "runs", "iqm", "iqm_lo", "iqm_hi", "p_improvement",
+                                                       "best_baseline", "metric")} for r in table]), flush=True)
     return rows
 
 

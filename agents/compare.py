@@ -83,6 +83,49 @@ def improvement_over(scores: dict[str, np.ndarray], reference: float, reps: int,
                    "p_improvement_hi": float(np.ravel(ci[name])[1])} for name in scores}
 
 
+def learner_table(rows: list[dict[str, Any]], policies: list[str], metric: str, higher_is_better: bool,
+                  reps: int = 2000) -> list[dict[str, Any]]:
+    """rliable's table for the trained runs among an evaluation's ``policies`` (evaluate.py).
+
+    ``rows`` are the evaluation's summary rows. Runs are grouped by algorithm (and budget when one
+    algorithm has several); a run's score is its ``metric`` relative to the best non-learning policy of
+    the same evaluation (``value / best`` when higher is better, ``best / value`` otherwise), so 1.0 =
+    as good as the best baseline and above 1 = better. Empty when there is no run or no baseline.
+    """
+    from agents.loading import is_run_path, load_run_config, split_run_path
+
+    value = {str(r["policy"]): float(r[metric]) for r in rows if metric in r and np.isfinite(float(r[metric]))}
+    runs = [p for p in policies if is_run_path(p) and p in value]
+    baselines = [p for p in policies if not is_run_path(p) and p in value]
+    if not runs or not baselines:
+        return []
+    best_name = (max if higher_is_better else min)(baselines, key=lambda n: value[n])
+    best = value[best_name]
+    configs = {run: load_run_config(split_run_path(run)[0]) for run in runs}
+    budgets: dict[str, set[int]] = {}
+    for c in configs.values():
+        budgets.setdefault(str(c.algo.name), set()).add(int(c.steps))
+    scores: dict[str, list[float]] = {}
+    for run in runs:
+        algo = str(configs[run].algo.name)
+        if len(budgets[algo]) > 1:
+            algo = f"{algo} ({int(configs[run].steps)} steps)"
+        score = value[run] / best if higher_is_better else best / value[run]
+        scores.setdefault(algo, []).append(score)
+    matrices = {a: np.array(v, dtype=float).reshape(-1, 1) for a, v in scores.items()}
+    iqm = interval_estimates(matrices, reps)
+    poi = improvement_over(matrices, 1.0, reps)
+    return [{"algo": a, "runs": len(v), **iqm[a], "mean": float(np.mean(v)), "min": float(np.min(v)),
+             "max": float(np.max(v)), **poi[a], "metric": metric, "higher_is_better": higher_is_better,
+             "best_baseline": best_name, "best_baseline_value": best} for a, v in scores.items()]
+
+
+def write_learner_table(table: list[dict[str, Any]], out: Path) -> None:
+    """``out/learners.csv`` and ``out/learners.png`` (IQM with CIs against the best baseline)."""
+    _write(out / "learners.csv", table)
+    _plot(table, str(table[0]["best_baseline"]), out / "learners.png", metric=str(table[0]["metric"]))
+
+
 def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Evaluate, aggregate and write the tables (see the module docstring); returns the per-algorithm rows."""
     from agents.loading import resolve_policy
@@ -144,7 +187,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def _plot(table: list[dict[str, Any]], best_name: str, path: Path) -> None:
+def _plot(table: list[dict[str, Any]], best_name: str, path: Path, metric: str = "profit") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,7 +199,7 @@ def _plot(table: list[dict[str, Any]], best_name: str, path: Path) -> None:
         ax.plot(row["iqm"], i, "o", color="tab:blue")
     ax.axvline(1.0, color="tab:red", ls="--", label=f"best baseline ({best_name})")
     ax.set_yticks(range(len(table)), [f"{r['algo']} ({r['runs']} runs)" for r in table])
-    ax.set_xlabel("IQM of profit / best baseline (95 % stratified-bootstrap CI)")
+    ax.set_xlabel(f"IQM of {metric} / best baseline (95 % stratified-bootstrap CI)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

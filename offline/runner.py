@@ -101,6 +101,9 @@ class EvaluationHook:
     episodes_csv: str | None = "episodes.csv"
     #: Extra keyword arguments of :func:`evaluate` and their defaults.
     options: dict[str, Any] = {}
+    #: The summary column learners are scored by (evaluate.py's rliable table) and whether higher is better.
+    score_metric: str | None = None
+    higher_is_better: bool = True
 
     def __init__(self, env_id: str | None = None) -> None:
         if env_id is not None:

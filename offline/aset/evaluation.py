@@ -42,6 +42,8 @@ class ASETHook(EvaluationHook):
     """ASET-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
 
     env_id = ENV_ID
+    score_metric = "success_rate"
+    higher_is_better = True
     default_evaluation = DEFAULT_EVALUATION
     episodes_csv = "per_episode.csv"
 

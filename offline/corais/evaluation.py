@@ -59,6 +59,8 @@ class CoRaiSHook(EvaluationHook):
     """CoRaiS's parts of :func:`offline.runner.evaluate` (see the module docstring); one per env id."""
 
     env_id = ENV_ID
+    score_metric = "cost_mean"
+    higher_is_better = False
     default_evaluation = DEFAULT_EVALUATION
 
     def __init__(self, env_id: str = ENV_ID, default_evaluation: dict[str, Any] | None = None) -> None:

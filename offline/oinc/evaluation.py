@@ -133,6 +133,8 @@ class OINCHook(EvaluationHook):
     """OINC-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
 
     env_id = ENV_ID
+    score_metric = "weighted_sum"
+    higher_is_better = False
     default_evaluation = DEFAULT_EVALUATION
     episodes_csv = "oinc_episodes.csv"
     options = {"model": None}

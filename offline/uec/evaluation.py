@@ -87,6 +87,8 @@ class UECHook(EvaluationHook):
     """UEC-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
 
     env_id = ENV_ID
+    score_metric = "profit_mean"
+    higher_is_better = True
     default_evaluation = DEFAULT_EVALUATION
     episodes_csv = "uec_episodes.csv"
     options = {"plots": True}

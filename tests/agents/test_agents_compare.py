@@ -37,3 +37,50 @@ def test_compare__patterns_that_match_no_run_folder_are_refused(tmp_path):
     with pytest.raises(ValueError, match="trained on"):
         compare(CompareConfig(runs=[str(tmp_path / "run")], env_id="UEC-v0", out=str(tmp_path / "out")))
     assert not (tmp_path / "out").exists()
+
+
+def _fake_run(folder, algo: str, steps: int):
+    folder.mkdir()
+    (folder / "config.yaml").write_text(f"env: {{id: UEC-v0, kwargs: {{}}}}\nalgo: {{name: {algo}}}\nseed: 0\nsteps: {steps}\n")
+    return str(folder)
+
+
+def test_compare__learner_table_scores_runs_against_the_best_baseline_in_either_direction(tmp_path):
+    from agents.compare import learner_table
+
+    a, b = _fake_run(tmp_path / "a", "sac", 100), _fake_run(tmp_path / "b", "sac", 100)
+    c = _fake_run(tmp_path / "c", "dqn", 100)
+    rows = [{"policy": "pickconfigs", "m": 80.0}, {"policy": "random", "m": 40.0}, {"policy": a, "m": 88.0},
+            {"policy": b, "m": 72.0}, {"policy": c, "m": 60.0}]
+    table = {r["algo"]: r for r in learner_table(rows, ["pickconfigs", "random", a, b, c], "m", True, reps=200)}
+    assert table["sac"]["runs"] == 2 and table["sac"]["mean"] == pytest.approx(1.0)  # 88/80 and 72/80
+    assert table["sac"]["min"] == pytest.approx(0.9) and table["sac"]["max"] == pytest.approx(1.1)
+    assert table["sac"]["p_improvement"] == pytest.approx(0.5) and table["dqn"]["mean"] == pytest.approx(0.75)
+    assert table["sac"]["best_baseline"] == "pickconfigs"
+    lower = learner_table(rows, ["pickconfigs", "random", a], "m", False, reps=200)  # a cost: random is best
+    assert lower[0]["best_baseline"] == "random" and lower[0]["mean"] == pytest.approx(40.0 / 88.0)
+    assert learner_table(rows, ["pickconfigs", "random"], "m", True) == []  # no run: no table
+
+
+def test_compare__evaluate_py_writes_the_learner_table_for_trained_runs(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    import evaluate
+    from agents import pretrained
+
+    conf = str(pytest.importorskip("pathlib").Path(__file__).resolve().parents[2] / "conf")
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        cfg = compose("evaluate", overrides=["env=uec-v0", "policies=[pretrained:uec-v0-sac,pickconfigs,random]",
+                                             "episodes=2", "progress=false", f"out={tmp_path}"])
+    evaluate.run(cfg)
+    import csv
+
+    with (tmp_path / "summary.csv").open() as handle:
+        summary = {r["policy"]: float(r["profit_mean"]) for r in csv.DictReader(handle)}
+    with (tmp_path / "learners.csv").open() as handle:
+        learners = list(csv.DictReader(handle))
+    assert (tmp_path / "learners.png").is_file() and [r["algo"] for r in learners] == ["sac"]
+    run = next(p for p in summary if p.endswith("uec-v0-sac"))
+    best = max(summary["pickconfigs"], summary["random"])
+    assert float(learners[0]["mean"]) == pytest.approx(summary[run] / best)
+    assert pretrained.path("uec-v0-sac").is_dir()
