@@ -20,6 +20,7 @@ Ship a new one from a finished run: ``python -m agents.pretrained name=<name> ru
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import zipfile
@@ -80,6 +81,12 @@ def slim_model(source: Path, target: Path, algo: str) -> None:
                 buffer = io.BytesIO()
                 th.save(state, buffer)
                 payload = buffer.getvalue()
+            elif item.filename == "data":  # runs saved before agents/sac.py excluded its parameter lists
+                data = json.loads(payload)
+                for key in ("critic_parameters", "critic_target_parameters", "batch_norm_stats",
+                            "batch_norm_stats_target"):
+                    data.pop(key, None)
+                payload = json.dumps(data, indent=4).encode()
             elif item.filename.endswith("optimizer.pth"):
                 state = th.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
                 state["state"] = {}  # no Adam moments: a valid state for load_state_dict
@@ -89,10 +96,17 @@ def slim_model(source: Path, target: Path, algo: str) -> None:
             out.writestr(item.filename, payload)
 
 
+def checkpoint_steps(model: str, default: int) -> int:
+    """Env steps behind ``model``: from a checkpoint's name (``…_<n>_steps.zip``), else ``default``."""
+    match = re.search(r"_(\d+)_steps\.zip$", model)
+    return int(match.group(1)) if match else default
+
+
 @dataclass
 class ShipConfig:
     name: str = ""  # folder name under agents/pretrained/, e.g. uec-v0-sac
     run: str = ""  # a finished training run folder (config.yaml + model.zip)
+    model: str = "model.zip"  # the model file inside the run, e.g. checkpoints/model_200000_steps.zip
     command: str = ""  # the command that trained it (default: from the run's config)
     note: str = ""
 
@@ -109,8 +123,8 @@ def ship(cfg: ShipConfig) -> Path:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", cfg.name or ""):
         raise ValueError(f"name={cfg.name!r} is invalid: letters, digits, '.', '_' and '-' only")
     run = Path(cfg.run)
-    if not (run / "config.yaml").is_file() or not (run / "model.zip").is_file():
-        raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and model.zip)")
+    if not (run / "config.yaml").is_file() or not (run / cfg.model).is_file():
+        raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and {cfg.model})")
     config = OmegaConf.load(run / "config.yaml")
     algo = str(config.algo.name)
     target = loading.PRETRAINED_DIR / cfg.name
@@ -119,7 +133,7 @@ def ship(cfg: ShipConfig) -> Path:
     target.mkdir(parents=True)
     try:
         shutil.copy(run / "config.yaml", target / "config.yaml")
-        slim_model(run / "model.zip", target / "model.zip", algo)
+        slim_model(run / cfg.model, target / "model.zip", algo)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
@@ -139,7 +153,7 @@ def ship(cfg: ShipConfig) -> Path:
                             cwd=loading.PRETRAINED_DIR).stdout.strip()
     provenance = {
         "name": cfg.name, "env_id": str(config.env.id), "algo": algo, "seed": int(config.seed),
-        "steps": int(config.steps), "trained_in": run.name, "wall_s_from_train_log": wall_s,
+        "steps": checkpoint_steps(cfg.model, int(config.steps)), "trained_in": run.name, "model": cfg.model, "wall_s_from_train_log": wall_s,
         "command": cfg.command or f"python train.py env={config.env.name} algo={algo} seed={int(config.seed)}",
         "last_eval": last_eval, "shipped_at_commit": commit,
         "machine": f"{platform.machine()}, python {platform.python_version()}",

@@ -106,3 +106,12 @@ def test_pretrained__evaluate_py_takes_pretrained_names_and_refuses_unknown_ones
     assert Path(evaluate.resolve_settings(good)["policies"][0]).resolve() == pretrained.path(name)
     with pytest.raises(ValueError, match="pretrained agent 'nope' is unknown"):
         evaluate.resolve_settings(bad)
+
+
+def test_pretrained__sac_model_files_hold_each_weight_once(tiny_run):
+    """The critics' parameter lists are not pickled into model.zip's data (they are rebuilt at load)."""
+    import json
+
+    with zipfile.ZipFile(tiny_run / "model.zip") as archive:
+        data = json.loads(archive.read("data"))
+    assert not {"critic_parameters", "critic_target_parameters", "batch_norm_stats"} & set(data)
