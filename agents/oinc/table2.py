@@ -15,7 +15,8 @@ runs (rliable, runs resampled within each episode); ``<metric>_seed_lo/_hi`` giv
 means. A heuristic row has the mean with a Student-t 95 % CI over its episodes. ``lowest_latency`` says
 whether SAC-D + A_ret has the lowest mean inference latency of the seven pairs (the paper's claim).
 
-Writes ``<out>/table2.csv`` (one row per pair), ``<out>/per_run.csv`` (the learned rows per run),
+Writes ``<out>/table2.csv`` (one row per pair), ``<out>/per_run.csv`` (the learned rows per run, with the
+wall seconds each run took to reach the evaluated model: SB3's ``time/time_elapsed``),
 ``<out>/evaluation/`` (the runner's summary and per-episode files), ``<out>/table2.md``, ``<out>/table2.png``
 and ``<out>/command.txt``.
 """
@@ -67,6 +68,37 @@ def model_steps(model: Path, config: Any) -> int:
     """Env steps behind a model: from a checkpoint's name (model[_interrupted]_<n>_steps.zip) or the run's config."""
     match = re.search(r"_(\d+)_steps\.zip$", model.name) if model.is_file() else None
     return int(match.group(1)) if match else int(config.steps)
+
+
+def training_wall_s(run: Path, steps: int) -> float:
+    """Seconds the run took to reach ``steps`` env steps (SB3's time/time_elapsed in progress.csv; NaN if absent)."""
+    import csv
+
+    progress = run / "progress.csv"
+    if not progress.is_file():
+        return float("nan")
+    with progress.open() as handle:
+        for row in csv.DictReader(handle):
+            if row.get("time/total_timesteps") and float(row["time/total_timesteps"]) >= steps:
+                return float(row["time/time_elapsed"])
+    return float("nan")
+
+
+def provenance() -> str:
+    """Commit, machine and date lines for command.txt."""
+    import os
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+
+    import torch
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    return (f"commit {commit}{'+dirty' if dirty else ''}\n"
+            f"machine {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+            f"torch {torch.__version__}\ndate {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}\n")
 
 
 def bootstrap_mean_ci(matrix: np.ndarray, reps: int, seed: int = 0) -> tuple[float, float, float]:
@@ -134,6 +166,7 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
             for run, label in zip(runs, labels):
                 per_run.append({"policy": name, "run": str(run), "model": str(models[run]),
                                 "seed": int(configs[run].seed), "steps": model_steps(models[run], configs[run]),
+                                "train_wall_s": training_wall_s(run, model_steps(models[run], configs[run])),
                                 **{m: float(np.mean(episodes[label][m])) for m in REPORTED}})
         else:
             row["runs"] = 0
@@ -150,7 +183,7 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     _write(out / "per_run.csv", per_run)
     (out / "table2.md").write_text(markdown(rows, cfg, len(runs)) + "\n")
     _plot(rows, out / "table2.png")
-    (out / "command.txt").write_text("python -m agents.oinc.table2 " + " ".join(sys.argv[1:]) + "\n")
+    (out / "command.txt").write_text("python -m agents.oinc.table2 " + " ".join(sys.argv[1:]) + "\n" + provenance())
     return rows
 
 
