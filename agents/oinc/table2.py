@@ -84,8 +84,8 @@ def training_wall_s(run: Path, steps: int) -> float:
     return float("nan")
 
 
-def provenance() -> str:
-    """Commit, machine and date lines for command.txt."""
+def provenance(out: Path) -> str:
+    """Commit (``+dirty`` when tracked files other than this run's outputs differ), machine and date lines."""
     import os
     import platform
     import subprocess
@@ -94,8 +94,10 @@ def provenance() -> str:
     import torch
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True).stdout.strip()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                            text=True).stdout.splitlines()
+    outputs = out.resolve()
+    dirty = [line for line in status if not (Path(line[3:]).resolve().is_relative_to(outputs))]
     return (f"commit {commit}{'+dirty' if dirty else ''}\n"
             f"machine {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
             f"torch {torch.__version__}\ndate {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}\n")
@@ -183,7 +185,7 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     _write(out / "per_run.csv", per_run)
     (out / "table2.md").write_text(markdown(rows, cfg, len(runs)) + "\n")
     _plot(rows, out / "table2.png")
-    (out / "command.txt").write_text("python -m agents.oinc.table2 " + " ".join(sys.argv[1:]) + "\n" + provenance())
+    (out / "command.txt").write_text("python -m agents.oinc.table2 " + " ".join(sys.argv[1:]) + "\n" + provenance(out))
     return rows
 
 
