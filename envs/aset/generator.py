@@ -64,6 +64,7 @@ class Scenario:
     access_delay_ms: tuple[float, float] = (1.0, 4.0)
     queueing: str = "pooled"                   # waiting-time model, one of QUEUEING_MODELS (dynamics.worker_wait_ms)
     service_headroom: float = 1.0              # mu = headroom * C_v (1: C_v is the maximum service rate)
+    capacity_scale: float = 1.0                # every variant's capacity C_v times this (1: the profiles' values)
     window_s: float = 10.0
     sub_windows: int = 20
 
@@ -87,6 +88,7 @@ class Scenario:
         check_interval("access_delay_ms", self.access_delay_ms, 0.0, 1000.0)
         check_choice("queueing", self.queueing, QUEUEING_MODELS)
         check_in_range("service_headroom", self.service_headroom, 1.0, 100.0)
+        check_in_range("capacity_scale", self.capacity_scale, 0.01, 100.0)
         check_in_range("window_s", self.window_s, 0.1, 3600.0)
         check_in_range("sub_windows", self.sub_windows, 1, 1000, integer=True)
         return self
@@ -224,7 +226,7 @@ def build_instance(
     w_cluster_a = np.asarray(w_cluster, dtype=np.int64)
     w_variant_a = np.asarray(w_variant, dtype=np.int64)
     replicas_a = np.asarray(w_replicas, dtype=np.int64)
-    cap_v = np.array([float(variants[v]["capacity_qps"]) for v in variant_names])
+    cap_v = scenario.capacity_scale * np.array([float(variants[v]["capacity_qps"]) for v in variant_names])
     delay_v = np.array([float(variants[v]["delay_ms"]) for v in variant_names])
     acc_v = np.array([float(variants[v]["accuracy"]) for v in variant_names])
 

@@ -161,6 +161,7 @@ def test_aset__custom_topology_file(tmp_path):
         ({"scenario_overrides": {"rate_variation": 2.0}}, "rate_variation"),
         ({"scenario_overrides": {"frame_kb": [300, 100]}}, "frame_kb"),
         ({"scenario_overrides": {"queueing": "fifo"}}, "queueing"),
+        ({"scenario_overrides": {"capacity_scale": 0.0}}, "capacity_scale"),
     ],
 )
 def test_aset__bad_arguments_raise_value_error_naming_the_parameter(kwargs, parameter):
@@ -187,3 +188,15 @@ def test_aset__numpy_integer_actions_are_accepted():
     env.reset(seed=0)
     env.step(np.int64(2))
     env.step(np.array(4))
+
+
+def test_aset__capacity_scale_multiplies_every_capacity_and_nothing_else():
+    """Issue 17's calibration knob: at scale 1 the instance is the profiles' (ASET-v0 unchanged)."""
+    base = build_instance("full-edge", Scenario(), np.random.default_rng(0))
+    same = build_instance("full-edge", Scenario(capacity_scale=1.0), np.random.default_rng(0))
+    scaled = build_instance("full-edge", Scenario(capacity_scale=1.7), np.random.default_rng(0))
+    np.testing.assert_array_equal(same.worker_capacity_qps, base.worker_capacity_qps)
+    np.testing.assert_allclose(scaled.worker_capacity_qps, 1.7 * base.worker_capacity_qps)
+    np.testing.assert_allclose(scaled.replica_capacity_qps, 1.7 * base.replica_capacity_qps)
+    np.testing.assert_array_equal(scaled.delay_ms, base.delay_ms)
+    np.testing.assert_array_equal(scaled.worker_replicas, base.worker_replicas)
