@@ -235,6 +235,6 @@ def load_run_policy(
     if model.observation_space.shape != env.observation_space.shape:
         raise ValueError(
             f"run {run_dir.name} was trained on observations of shape {model.observation_space.shape}, "
-            f"the env gives {env.observation_space.shape} (different env kwargs, e.g. lp_features?)"
+            f"the env gives {env.observation_space.shape} (different env kwargs, e.g. UEC's lp_features or OINC's observation=extended?)"
         )
     return SB3ModelPolicy(model, name=f"{spec.name}:{run_dir.name}", deterministic=deterministic)

@@ -8,7 +8,7 @@ so that it fits in git. It loads with stable-baselines3 as usual and acts exactl
 fine-tuning it would restart the critics from zero.
 
     python evaluate.py env=uec-v0 "policies=[pretrained:uec-v0-sac,rescue,pickconfigs]"
-    python evaluate.py env=oinc-v0 "policies=[oinc=pretrained:oinc-v0-sacd,liu_aret]"
+    python evaluate.py env=oinc-v0 "policies=['oinc=pretrained:oinc-v0-sacd',liu_aret]" env.kwargs.observation=extended
 
     from agents import pretrained
     policy = pretrained.load("uec-v0-sac", env)      # a Policy (reset(env), act(obs, info))
