@@ -83,6 +83,16 @@ def improvement_over(scores: dict[str, np.ndarray], reference: float, reps: int,
                    "p_improvement_hi": float(np.ravel(ci[name])[1])} for name in scores}
 
 
+def algorithm_groups(configs: dict[Any, Any]) -> dict[Any, str]:
+    """Run -> its group label: the algorithm name, with the budget appended when runs of one algorithm have
+    several (``sac (30000 steps)``)."""
+    budgets: dict[str, set[int]] = {}
+    for c in configs.values():
+        budgets.setdefault(str(c.algo.name), set()).add(int(c.steps))
+    return {run: str(c.algo.name) + (f" ({int(c.steps)} steps)" if len(budgets[str(c.algo.name)]) > 1 else "")
+            for run, c in configs.items()}
+
+
 def learner_table(rows: list[dict[str, Any]], policies: list[str], metric: str, higher_is_better: bool,
                   reps: int = 2000) -> list[dict[str, Any]]:
     """rliable's table for the trained runs among an evaluation's ``policies`` (evaluate.py).
@@ -101,17 +111,10 @@ def learner_table(rows: list[dict[str, Any]], policies: list[str], metric: str, 
         return []
     best_name = (max if higher_is_better else min)(baselines, key=lambda n: value[n])
     best = value[best_name]
-    configs = {run: load_run_config(split_run_path(run)[0]) for run in runs}
-    budgets: dict[str, set[int]] = {}
-    for c in configs.values():
-        budgets.setdefault(str(c.algo.name), set()).add(int(c.steps))
+    groups = algorithm_groups({run: load_run_config(split_run_path(run)[0]) for run in runs})
     scores: dict[str, list[float]] = {}
     for run in runs:
-        algo = str(configs[run].algo.name)
-        if len(budgets[algo]) > 1:
-            algo = f"{algo} ({int(configs[run].steps)} steps)"
-        score = value[run] / best if higher_is_better else best / value[run]
-        scores.setdefault(algo, []).append(score)
+        scores.setdefault(groups[run], []).append(value[run] / best if higher_is_better else best / value[run])
     matrices = {a: np.array(v, dtype=float).reshape(-1, 1) for a, v in scores.items()}
     iqm = interval_estimates(matrices, reps)
     poi = improvement_over(matrices, 1.0, reps)
@@ -149,15 +152,10 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}
     best_name = max(cfg.baselines, key=lambda n: value[n])
     best = value[best_name]
-    budgets: dict[str, set[int]] = {}
-    for c in configs.values():
-        budgets.setdefault(str(c.algo.name), set()).add(int(c.steps))
+    groups = algorithm_groups(configs)  # the same algorithm at several budgets: one group per budget
     per_run = []
     for run in runs:
-        algo = str(configs[run].algo.name)
-        if len(budgets[algo]) > 1:  # the same algorithm at several budgets: one group per budget
-            algo = f"{algo} ({int(configs[run].steps)} steps)"
-        per_run.append({"algo": algo, "seed": int(configs[run].seed), "run": str(run), "steps": int(configs[run].steps),
+        per_run.append({"algo": groups[run], "seed": int(configs[run].seed), "run": str(run), "steps": int(configs[run].steps),
                         cfg.metric: value[str(run)],
                         "score": value[str(run)] / best,
                         **{f"vs_{o}": value[str(run)] / value[o] for o in cfg.others if value[o] > 0}})

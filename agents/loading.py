@@ -176,6 +176,13 @@ def check_run_env(path: Path | str, env_id: str) -> tuple[Path, str | None]:
     return run_dir, checkpoint
 
 
+def checkpoint_steps(model: Path | str, default: int) -> int:
+    """Env steps behind a model file: from a checkpoint's name (``model[_interrupted]_<n>_steps.zip``),
+    else ``default`` (a run's final ``model.zip``: its configured steps)."""
+    match = _CHECKPOINT.match(Path(model).name)
+    return int(match.group(2)) if match else int(default)
+
+
 def latest_checkpoint(run_dir: Path | str) -> tuple[Path, int] | None:
     """The newest SB3 checkpoint of a run (``checkpoints/model[_interrupted]_<n>_steps.zip``, largest n;
     the interrupt checkpoint wins a tie) and its step count; None when the run has none."""

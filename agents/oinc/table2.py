@@ -23,7 +23,6 @@ and ``<out>/command.txt``.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,12 +61,6 @@ def model_path(run: Path, checkpoint: str) -> Path:
     if not path.is_file():
         raise ValueError(f"checkpoint={checkpoint!r}: {path} does not exist")
     return path
-
-
-def model_steps(model: Path, config: Any) -> int:
-    """Env steps behind a model: from a checkpoint's name (model[_interrupted]_<n>_steps.zip) or the run's config."""
-    match = re.search(r"_(\d+)_steps\.zip$", model.name) if model.is_file() else None
-    return int(match.group(1)) if match else int(config.steps)
 
 
 def training_wall_s(run: Path, steps: int) -> float:
@@ -127,7 +120,7 @@ def _episode_values(path: Path) -> dict[str, dict[str, list[float]]]:
 
 def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     """Evaluate, aggregate and write the tables (see the module docstring); returns the rows."""
-    from agents.loading import resolve_policy
+    from agents.loading import checkpoint_steps, resolve_policy
     from offline.oinc import PAPER_TABLE2, TABLE2
     from offline.runner import evaluate
     from offline.stats import mean_ci95
@@ -144,6 +137,7 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     env_kwargs["resample_instance"] = False  # Table II: every pair on the same fixed instances
     env_kwargs.pop("instance_seed", None)
     models = {run: model_path(run, cfg.checkpoint) for run in runs}
+    steps = {run: checkpoint_steps(models[run], configs[run].steps) for run in runs}
     names = [*HEURISTIC_ROWS, *(f"{models[run]}+{controller}" for run in runs for controller in LEARNED_ROWS.values())]
     out = Path(cfg.out)
     evaluate("OINC-v0", env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
@@ -167,8 +161,8 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
                         f"{m}_seed_lo": float(seed_means.min()), f"{m}_seed_hi": float(seed_means.max())}
             for run, label in zip(runs, labels):
                 per_run.append({"policy": name, "run": str(run), "model": str(models[run]),
-                                "seed": int(configs[run].seed), "steps": model_steps(models[run], configs[run]),
-                                "train_wall_s": training_wall_s(run, model_steps(models[run], configs[run])),
+                                "seed": int(configs[run].seed), "steps": steps[run],
+                                "train_wall_s": training_wall_s(run, steps[run]),
                                 **{m: float(np.mean(episodes[label][m])) for m in REPORTED}})
         else:
             row["runs"] = 0

@@ -62,6 +62,15 @@ def load(name: str, env: gym.Env, **kwargs: Any) -> Any:
     return loading.load_run_policy(folder, env, **kwargs)
 
 
+def _rewrite_torch(payload: bytes, change: Any) -> bytes:
+    """A ``torch.save`` payload with ``change(loaded object)`` saved in its place."""
+    import torch as th
+
+    buffer = io.BytesIO()
+    th.save(change(th.load(io.BytesIO(payload), map_location="cpu", weights_only=True)), buffer)
+    return buffer.getvalue()
+
+
 def slim_model(source: Path, target: Path, algo: str) -> None:
     """Copy an SB3 ``model.zip`` keeping the acting parameters, zeroing the rest and dropping optimiser
     moments; the archive is deflated (zeroed tensors compress to almost nothing)."""
@@ -75,31 +84,18 @@ def slim_model(source: Path, target: Path, algo: str) -> None:
         for item in archive.infolist():
             payload = archive.read(item.filename)
             if item.filename == "policy.pth":
-                state = th.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
-                state = {k: (v if k.startswith(keep) or not th.is_floating_point(v) else th.zeros_like(v))
-                         for k, v in state.items()}
-                buffer = io.BytesIO()
-                th.save(state, buffer)
-                payload = buffer.getvalue()
+                payload = _rewrite_torch(payload, lambda state: {
+                    k: (v if k.startswith(keep) or not th.is_floating_point(v) else th.zeros_like(v))
+                    for k, v in state.items()})
             elif item.filename == "data":  # runs saved before agents/sac.py excluded its parameter lists
                 data = json.loads(payload)
                 for key in ("critic_parameters", "critic_target_parameters", "batch_norm_stats",
                             "batch_norm_stats_target"):
                     data.pop(key, None)
                 payload = json.dumps(data, indent=4).encode()
-            elif item.filename.endswith("optimizer.pth"):
-                state = th.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
-                state["state"] = {}  # no Adam moments: a valid state for load_state_dict
-                buffer = io.BytesIO()
-                th.save(state, buffer)
-                payload = buffer.getvalue()
+            elif item.filename.endswith("optimizer.pth"):  # no Adam moments: a valid state for load_state_dict
+                payload = _rewrite_torch(payload, lambda state: {**state, "state": {}})
             out.writestr(item.filename, payload)
-
-
-def checkpoint_steps(model: str, default: int) -> int:
-    """Env steps behind ``model``: from a checkpoint's name (``…_<n>_steps.zip``), else ``default``."""
-    match = re.search(r"_(\d+)_steps\.zip$", model)
-    return int(match.group(1)) if match else default
 
 
 @dataclass
@@ -153,7 +149,7 @@ def ship(cfg: ShipConfig) -> Path:
                             cwd=loading.PRETRAINED_DIR).stdout.strip()
     provenance = {
         "name": cfg.name, "env_id": str(config.env.id), "algo": algo, "seed": int(config.seed),
-        "steps": checkpoint_steps(cfg.model, int(config.steps)), "trained_in": run.name, "model": cfg.model, "wall_s_from_train_log": wall_s,
+        "steps": loading.checkpoint_steps(cfg.model, int(config.steps)), "trained_in": run.name, "model": cfg.model, "wall_s_from_train_log": wall_s,
         "command": cfg.command or f"python train.py env={config.env.name} algo={algo} seed={int(config.seed)}",
         "last_eval": last_eval, "shipped_at_commit": commit,
         "machine": f"{platform.machine()}, python {platform.python_version()}",
