@@ -40,7 +40,14 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from agents.loading import available_policies, check_run_env, expand_pretrained, is_run_path, resolve_policy
+from agents.loading import (
+    available_policies,
+    check_run_env,
+    expand_pretrained,
+    is_run_path,
+    resolve_policy,
+    split_ablation,
+)
 from agents.registry import check_writable_folder
 from envs.problems import get_problem
 from offline.runner import EvaluationHook, evaluate, get_hook
@@ -74,10 +81,11 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     policies = [expand_pretrained(str(p)) for p in policies]  # pretrained:<name> -> its run folder
     if not policies:
         raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
-    for policy in policies:  # a run folder or a checkpoint in one: trained on this env?
-        if is_run_path(policy):
-            check_run_env(policy, env_id)
-    names = [p for p in policies if not is_run_path(p)]
+    for policy in policies:  # a run folder or a checkpoint in one (ablated or not): trained on this env?
+        inner = split_ablation(policy)[1]
+        if is_run_path(inner):
+            check_run_env(inner, env_id)
+    names = [inner for p in policies if not is_run_path(inner := split_ablation(p)[1])]
     hook.check_policy_names(env_id, names, available_policies(env_id))  # a problem may accept more forms
     instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
     episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])

@@ -60,6 +60,58 @@ def expand_runs(patterns: list[str]) -> list[Path]:
     return found
 
 
+def model_path(run: Path, checkpoint: str) -> Path:
+    """The run folder itself (its model.zip) or ``run/checkpoints/<checkpoint>``, which must exist."""
+    if not checkpoint:
+        return run
+    path = run / "checkpoints" / checkpoint
+    if not path.is_file():
+        raise ValueError(f"checkpoint={checkpoint!r}: {path} does not exist")
+    return path
+
+
+def training_wall_s(run: Path, steps: int) -> float:
+    """Seconds the run took to reach ``steps`` env steps (SB3's time/time_elapsed in progress.csv; NaN if absent)."""
+    import csv
+
+    progress = run / "progress.csv"
+    if not progress.is_file():
+        return float("nan")
+    with progress.open() as handle:
+        for row in csv.DictReader(handle):
+            if row.get("time/total_timesteps") and float(row["time/total_timesteps"]) >= steps:
+                return float(row["time/time_elapsed"])
+    return float("nan")
+
+
+def provenance(out: Path) -> str:
+    """Commit (``+dirty`` when tracked files other than this run's outputs differ), machine and date lines."""
+    import os
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+
+    import torch
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                            text=True).stdout.splitlines()
+    outputs = out.resolve()
+    dirty = [line for line in status if not (Path(line[3:]).resolve().is_relative_to(outputs))]
+    return (f"commit {commit}{'+dirty' if dirty else ''}\n"
+            f"machine {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+            f"torch {torch.__version__}\ndate {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}\n")
+
+
+def bootstrap_mean_ci(matrix: np.ndarray, reps: int, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of a (runs, episodes) matrix and its stratified-bootstrap 95 % CI over runs (rliable)."""
+    from rliable import library as rly
+
+    np.random.seed(seed)  # noqa: NPY002 (rliable's bootstrap draws from the global generator)
+    point, ci = rly.get_interval_estimates({"x": matrix}, lambda x: np.array([np.mean(x)]), reps=reps)
+    return float(point["x"][0]), float(ci["x"][0, 0]), float(ci["x"][1, 0])
+
+
 def interval_estimates(scores: dict[str, np.ndarray], reps: int, seed: int = 0) -> dict[str, dict[str, float]]:
     """IQM with stratified-bootstrap 95 % CIs (rliable) of each algorithm's (runs, 1) score matrix."""
     from rliable import library as rly
@@ -102,11 +154,12 @@ def learner_table(rows: list[dict[str, Any]], policies: list[str], metric: str, 
     the same evaluation (``value / best`` when higher is better, ``best / value`` otherwise), so 1.0 =
     as good as the best baseline and above 1 = better. Empty when there is no run or no baseline.
     """
-    from agents.loading import is_run_path, load_run_config, split_run_path
+    from agents.loading import is_run_path, load_run_config, split_ablation, split_run_path
 
     value = {str(r["policy"]): float(r[metric]) for r in rows if metric in r and np.isfinite(float(r[metric]))}
     runs = [p for p in policies if is_run_path(p) and p in value]
-    baselines = [p for p in policies if not is_run_path(p) and p in value]
+    # ablated learners (zeroed-obs:<run>) are neither runs nor baselines
+    baselines = [p for p in policies if not is_run_path(split_ablation(p)[1]) and p in value]
     if not runs or not baselines:
         return []
     best_name = (max if higher_is_better else min)(baselines, key=lambda n: value[n])

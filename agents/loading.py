@@ -58,7 +58,11 @@ def available_policies(env_id: str) -> list[str]:
 
 def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs: Any) -> Any:
     """A Policy from a training run folder (or a checkpoint file in one), a shipped agent
-    (``pretrained:<name>``, :mod:`agents.pretrained`), a learned or a non-learning policy name."""
+    (``pretrained:<name>``, :mod:`agents.pretrained`), a learned or a non-learning policy name, or any of
+    these under an observation ablation (``zeroed-obs:<run>``, ``shuffled-obs:<run>``; :class:`AblatedObservation`)."""
+    mode, inner = split_ablation(name_or_run)
+    if mode is not None:
+        return AblatedObservation(resolve_policy(env_id, inner, env, **kwargs), mode, str(name_or_run))
     if str(name_or_run).startswith("pretrained:"):
         name_or_run = expand_pretrained(str(name_or_run))
     path = Path(name_or_run)
@@ -76,6 +80,40 @@ def resolve_policy(env_id: str, name_or_run: str | Path, env: gym.Env, **kwargs:
             f"valid policies: {available_policies(env_id)}"
         )
     return offline_registry.make_policy(env_id, str(name_or_run), env, **kwargs)
+
+
+#: Observation ablations (``<mode>:<policy>``): does a trained policy read its state? ``zeroed-obs`` acts on an
+#: all-zero observation; ``shuffled-obs`` on a uniformly random observation among those of the episode so far
+#: (a real state, its link to the present cut). For envs whose observation carries no action mask (ASET).
+OBS_ABLATIONS: tuple[str, ...] = ("zeroed-obs", "shuffled-obs")
+
+
+def split_ablation(name: str | Path) -> tuple[str | None, str]:
+    """(ablation mode or None, the policy it wraps) of a policy name such as ``zeroed-obs:runs/x``."""
+    mode, sep, inner = str(name).partition(":")
+    return (mode, inner) if sep and mode in OBS_ABLATIONS else (None, str(name))
+
+
+class AblatedObservation:
+    """A policy that acts on an ablated observation (:data:`OBS_ABLATIONS`); the env itself is unchanged."""
+
+    def __init__(self, policy: Any, mode: str, name: str) -> None:
+        if mode not in OBS_ABLATIONS:
+            raise ValueError(f"mode={mode!r} is invalid: expected one of {list(OBS_ABLATIONS)}")
+        self.policy, self.mode, self.name = policy, mode, name
+        self._rng = np.random.default_rng()
+        self._seen: list[np.ndarray] = []
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self.policy.reset(env, seed)
+        self._rng = np.random.default_rng(seed)
+        self._seen = []
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        if self.mode == "zeroed-obs":
+            return self.policy.act(np.zeros_like(obs), info)
+        self._seen.append(np.array(obs, copy=True))
+        return self.policy.act(self._seen[int(self._rng.integers(len(self._seen)))], info)
 
 
 #: shipped agents (agents.pretrained): one slim run folder per name, with provenance.yaml

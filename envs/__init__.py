@@ -8,7 +8,8 @@ project is installed.
 |-------------|---------------------------------------------------------------------|--------|
 | UEC-v0      | profit-maximising online retraining on under-utilised edge capacity | RESCUE |
 | OINC-v0     | joint inference scheduling and retraining across edges              | OINC   |
-| ASET-v0     | picking one of seven static stream-scheduling policies per time window     | ASET   |
+| ASET-v0     | picking one of seven static stream-scheduling policies per time window | ASET   |
+| ASET-v1     | ASET-v0 with per-replica queues and capacity calibrated to lambda = 100 | ASET   |
 | CoRaiS-v0   | dispatching a batch of requests to cooperating heterogeneous edges  | CoRaiS |
 | CoRaiS-v1   | CoRaiS-v0 with backlogs scaled to replicas and load (non-trivial optima) | CoRaiS |
 
@@ -48,6 +49,14 @@ register_problem(Problem(
     config="aset-v0",
     policies="offline.aset",
     evaluation="offline.aset.evaluation:HOOK",
+    presets="envs.aset.generator:TOPOLOGIES",
+))
+register_problem(Problem(
+    env_id="ASET-v1",
+    entry_point="envs.aset.env:ASETEnvV1",
+    config="aset-v1",
+    policies="offline.aset",
+    evaluation="offline.aset.evaluation:HOOK_V1",
     presets="envs.aset.generator:TOPOLOGIES",
 ))
 register_problem(Problem(

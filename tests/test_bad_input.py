@@ -34,10 +34,12 @@ SMALL: dict[str, dict[str, Any]] = {
     "UEC-v0": {"scenario": "tiny"},
     "OINC-v0": {"scenario": "tiny"},
     "ASET-v0": {"horizon": 3},
+    "ASET-v1": {"horizon": 3},
     "CoRaiS-v0": {"scale": "tiny"},
     "CoRaiS-v1": {"scale": "tiny"},
 }
-SCENARIOS = {"UEC-v0": UECScenario, "OINC-v0": OINCScenario, "ASET-v0": ASETScenario, "CoRaiS-v0": CoRaiSScenario,
+SCENARIOS = {"UEC-v0": UECScenario, "OINC-v0": OINCScenario, "ASET-v0": ASETScenario, "ASET-v1": ASETScenario,
+             "CoRaiS-v0": CoRaiSScenario,
              "CoRaiS-v1": CoRaiSScenario}
 BAD_FIELD_VALUES: tuple[Any, ...] = ("x", -1e12, None, [1.0, 2.0, 3.0, 4.0, 5.0])
 #: (env, field) -> values the field accepts, with the reason.
@@ -46,6 +48,8 @@ ACCEPTS: dict[tuple[str, str], tuple[Any, ...]] = {
     ("OINC-v0", "trace_path"): (None,),  # None = the built-in bursty surrogate workload
     ("ASET-v0", "name"): BAD_FIELD_VALUES,
     ("ASET-v0", "fps_choices"): ([1.0, 2.0, 3.0, 4.0, 5.0],),  # five frame rates in (0, 240] are a valid choice
+    ("ASET-v1", "name"): BAD_FIELD_VALUES,
+    ("ASET-v1", "fps_choices"): ([1.0, 2.0, 3.0, 4.0, 5.0],),
     ("CoRaiS-v0", "name"): BAD_FIELD_VALUES,
     ("CoRaiS-v1", "name"): BAD_FIELD_VALUES,
 }
@@ -83,6 +87,8 @@ CONSTRUCTOR_CASES: dict[str, list[tuple[str, Any]]] = {
                 ("instance_seed", -1), ("instance_seed", "0"), ("resample_instance", "false"), ("horizon", 0),
                 ("horizon", 2.5), ("theta", 1.5), ("theta", -0.1), ("obs_layout", "3d"), ("render_mode", "human"),
                 ("scenario_overrides", {"no_such_field": 1})],
+    "ASET-v1": [("topology", "nope"), ("lam", 0.0), ("instance_seed", -1), ("horizon", 0), ("theta", 1.5),
+                ("obs_layout", "3d"), ("scenario_overrides", {"no_such_field": 1})],
     "CoRaiS-v0": [("scale", "nope"), ("scale", (0, 1, 2)), ("scale", (3, 5, 10)), ("scale", "x-y-z"), ("instance_seed", -1),
                   ("instance_seed", "0"), ("flat_observation", "false"), ("characteristic", "nope"),
                   ("scenario_overrides", {"no_such_field": 1})],

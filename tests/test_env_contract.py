@@ -28,6 +28,7 @@ SMALL_KWARGS: dict[str, dict] = {
     "UEC-v0": {"scenario": "tiny"},
     "OINC-v0": {"scenario": "tiny"},
     "ASET-v0": {"topology": "dc-cloud", "horizon": 3},
+    "ASET-v1": {"topology": "dc-cloud", "horizon": 3},
     "CoRaiS-v0": {"scale": "tiny"},
     "CoRaiS-v1": {"scale": "tiny"},
 }

@@ -245,6 +245,7 @@ FUZZ: dict[str, tuple[Callable[[], st.SearchStrategy], type, int]] = {
     "UEC-v0": (uec_kwargs, UECCheck, 2),
     "OINC-v0": (oinc_kwargs, OINCCheck, 1),
     "ASET-v0": (aset_kwargs, ASETCheck, 1),
+    "ASET-v1": (aset_kwargs, ASETCheck, 1),  # the same ranges on v1's capacities (x 5/3)
     "CoRaiS-v0": (corais_kwargs, CoRaiSCheck, 3),
     "CoRaiS-v1": (corais_kwargs, CoRaiSCheck, 3),  # the same ranges through the "load" backlog model
 }

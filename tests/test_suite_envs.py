@@ -32,6 +32,7 @@ EXPECTED_WARNINGS = {
     "CoRaiS-v0": r"Your observation (edges|requests) has an unconventional shape"
                  r"|.*The environment CoRaiS-v0 is out of date",  # Gymnasium's note that CoRaiS-v1 exists
     "CoRaiS-v1": r"Your observation (edges|requests) has an unconventional shape",
+    "ASET-v0": r".*The environment ASET-v0 is out of date",  # Gymnasium's note that ASET-v1 exists
 }
 
 

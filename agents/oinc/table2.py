@@ -32,7 +32,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from agents.cli import run_cli
-from agents.compare import _write, expand_runs
+from agents.compare import _write, bootstrap_mean_ci, expand_runs, model_path, provenance, training_wall_s
 
 #: Table II's learned rows: name -> retraining controller paired with the trained A_inf.
 LEARNED_ROWS = {"oinc": "aret", "ainf_dedas": "dedas", "ainf_zhang": "zhang"}
@@ -51,58 +51,6 @@ class Table2Config:
     checkpoint: str = ""  # a model file in each run's checkpoints/ (e.g. model_150000_steps.zip); "" = model.zip
     reps: int = 2000  # bootstrap resamples
     out: str = "results/oinc/table2_sacd"
-
-
-def model_path(run: Path, checkpoint: str) -> Path:
-    """The run folder itself (its model.zip) or ``run/checkpoints/<checkpoint>``, which must exist."""
-    if not checkpoint:
-        return run
-    path = run / "checkpoints" / checkpoint
-    if not path.is_file():
-        raise ValueError(f"checkpoint={checkpoint!r}: {path} does not exist")
-    return path
-
-
-def training_wall_s(run: Path, steps: int) -> float:
-    """Seconds the run took to reach ``steps`` env steps (SB3's time/time_elapsed in progress.csv; NaN if absent)."""
-    import csv
-
-    progress = run / "progress.csv"
-    if not progress.is_file():
-        return float("nan")
-    with progress.open() as handle:
-        for row in csv.DictReader(handle):
-            if row.get("time/total_timesteps") and float(row["time/total_timesteps"]) >= steps:
-                return float(row["time/time_elapsed"])
-    return float("nan")
-
-
-def provenance(out: Path) -> str:
-    """Commit (``+dirty`` when tracked files other than this run's outputs differ), machine and date lines."""
-    import os
-    import platform
-    import subprocess
-    from datetime import datetime, timezone
-
-    import torch
-
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                            text=True).stdout.splitlines()
-    outputs = out.resolve()
-    dirty = [line for line in status if not (Path(line[3:]).resolve().is_relative_to(outputs))]
-    return (f"commit {commit}{'+dirty' if dirty else ''}\n"
-            f"machine {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-            f"torch {torch.__version__}\ndate {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}\n")
-
-
-def bootstrap_mean_ci(matrix: np.ndarray, reps: int, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of a (runs, episodes) matrix and its stratified-bootstrap 95 % CI over runs (rliable)."""
-    from rliable import library as rly
-
-    np.random.seed(seed)  # noqa: NPY002 (rliable's bootstrap draws from the global generator)
-    point, ci = rly.get_interval_estimates({"x": matrix}, lambda x: np.array([np.mean(x)]), reps=reps)
-    return float(point["x"][0]), float(ci["x"][0, 0]), float(ci["x"][1, 0])
 
 
 def _episode_values(path: Path) -> dict[str, dict[str, list[float]]]:

@@ -1,10 +1,10 @@
-"""ASET-v0: choose, every 10-s window, which static policy binds the streams arriving next."""
+"""ASET-v0 and ASET-v1: choose, every 10-s window, which static policy binds the streams arriving next."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +18,7 @@ from envs.aset.dynamics import (
     observation_features,
     simulate_window,
 )
-from envs.aset.generator import TOPOLOGIES, Scenario, build_instance
+from envs.aset.generator import TOPOLOGIES, V1_DEFAULTS, Scenario, build_instance
 from envs.aset.types import POLICY_NAMES, Instance, State
 from envs.common.validation import (
     check_bool,
@@ -122,9 +122,16 @@ class ASETEnv(gym.Env):
       is accepted (instance from the reset seed); ``step`` before ``reset`` or after the episode ended
       raises RuntimeError; unknown reset options, negative reset seeds, non-bool ``resample_instance`` and
       actions that are not integers ('1', 2.0, one-element arrays) raise ValueError.
+    - v1 (:class:`ASETEnvV1`): same dynamics, spaces and rewards; the default scenario changes
+      (``envs.aset.generator.V1_DEFAULTS``): per-replica M/D/1 queues served at C_v (v0: one pooled M/D/c
+      queue per worker) and every capacity C_v x 5/3, so that lambda = 100, the paper's stress load,
+      offers 88 % of the total capacity (v0: 147 %, every policy rejects a third of the queries).
     """
 
-    metadata = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    #: The registered id and the Scenario defaults that distinguish this version.
+    env_id: ClassVar[str] = "ASET-v0"
+    scenario_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(
         self,
@@ -156,7 +163,7 @@ class ASETEnv(gym.Env):
             "instance_seed": instance_seed, "resample_instance": resample_instance, "horizon": horizon,
             "theta": theta, "obs_layout": obs_layout,
         }
-        self.scenario = Scenario.from_overrides(lam, scenario_overrides)
+        self.scenario = Scenario.from_overrides(lam, scenario_overrides, self.scenario_defaults)
         self.horizon = int(horizon)
         self.theta = float(theta)
         self.resample_instance = resample_instance
@@ -258,3 +265,10 @@ class ASETEnv(gym.Env):
             rejected_streams=result.rejected_at_arrival,
         )
         return info
+
+
+class ASETEnvV1(ASETEnv):
+    """ASET-v1: ASETEnv with per-replica queues and capacities calibrated to lambda = 100 (see Version History)."""
+
+    env_id: ClassVar[str] = "ASET-v1"
+    scenario_defaults: ClassVar[dict[str, Any]] = dict(V1_DEFAULTS)

@@ -48,6 +48,14 @@ LAM_RANGE = (1.0, 200.0)
 QUEUEING_MODELS: tuple[str, ...] = ("pooled", "per_replica", "none")
 
 
+#: ASET-v1's defaults (issue 17; Modelling choices, "ASET-v1"): every replica is its own M/D/1 queue (a model
+#: variant's replicas are separate containers, paper Section III-A), served at C_v (headroom 1: C_v is the
+#: variant's maximum throughput), and every C_v times 5/3, so the paper's stress load lambda = 100 offers the
+#: total capacity the share (88 %) that lambda = 60 offers ASET-v0's (which lambda = 100 overloads: 24,000
+#: queries/s against 16,320).
+V1_DEFAULTS: dict[str, Any] = {"queueing": "per_replica", "service_headroom": 1.0, "capacity_scale": 5.0 / 3.0}
+
+
 @dataclass(frozen=True)
 class Scenario:
     """Parameter ranges of the workload; every field is validated by :meth:`validate`."""
@@ -94,9 +102,12 @@ class Scenario:
         return self
 
     @classmethod
-    def from_overrides(cls, lam: float, overrides: Mapping[str, Any] | None) -> Scenario:
-        """The default scenario with ``lam`` and any field overrides (unknown names raise ValueError)."""
-        overrides = dict(overrides or {})
+    def from_overrides(
+        cls, lam: float, overrides: Mapping[str, Any] | None, defaults: Mapping[str, Any] | None = None
+    ) -> Scenario:
+        """The default scenario (with a version's ``defaults``, e.g. :data:`V1_DEFAULTS`), ``lam`` and any field
+        overrides (unknown names raise ValueError)."""
+        overrides = {**dict(defaults or {}), **dict(overrides or {})}
         names = [f.name for f in fields(cls)]
         for key in overrides:
             check_choice("scenario_overrides key", key, names)

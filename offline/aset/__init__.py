@@ -1,6 +1,6 @@
-"""Non-learning policies for ASET-v0 and its evaluation hook.
+"""Non-learning policies for ASET-v0 / ASET-v1 and their evaluation hooks.
 
-Registered for "ASET-v0" (``offline.aset.policies``):
+Registered for "ASET-v0" and "ASET-v1" (``offline.aset.policies``):
 
 * ``closest``, ``load_balancing``, ``farthest``, ``cheaper``, ``random_latency``, ``random_load``,
   ``least_impedance``: that static policy held for the whole episode (paper Section III-C);
@@ -19,9 +19,10 @@ Registered for "ASET-v0" (``offline.aset.policies``):
 from __future__ import annotations
 
 from offline.aset import policies  # noqa: F401  (registers the policies)
-from offline.aset.evaluation import DEFAULT_EVALUATION, HOOK, RATE_COLUMNS, evaluate_policies
+from offline.aset.evaluation import DEFAULT_EVALUATION, HOOK, HOOK_V1, RATE_COLUMNS, evaluate_policies
 from offline.aset.policies import (
     ENV_ID,
+    ENV_IDS,
     HINDSIGHT,
     BestStaticHindsightPolicy,
     EpisodeTally,
@@ -33,8 +34,10 @@ from offline.aset.policies import (
 __all__ = [
     "DEFAULT_EVALUATION",
     "ENV_ID",
+    "ENV_IDS",
     "HINDSIGHT",
     "HOOK",
+    "HOOK_V1",
     "RATE_COLUMNS",
     "BestStaticHindsightPolicy",
     "EpisodeTally",

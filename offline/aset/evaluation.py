@@ -1,6 +1,6 @@
-"""ASET-v0's evaluation hook for :func:`offline.runner.evaluate` (contract 3).
+"""ASET's evaluation hooks for :func:`offline.runner.evaluate` (contract 3): ``HOOK`` (ASET-v0), ``HOOK_V1`` (ASET-v1).
 
-Instance i is ``ASETEnv(instance_seed=seed + i)``; episode e of instance i is reset with
+Instance i is ``ASETEnv(instance_seed=seed + i)`` (``ASETEnvV1`` for v1); episode e of instance i is reset with
 ``offline.protocol.episode_seed(seed, i, e)`` for every policy. Each episode's query counts are summed
 over its windows (:class:`offline.aset.policies.EpisodeTally`, the per-step tally). ``best_static_hindsight``
 is computed from the seven static policies' own episodes (the best success rate per episode; they are
@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.aset.env import ASETEnv
+from envs.aset.env import ASETEnv, ASETEnvV1
 from envs.aset.types import POLICY_NAMES
 from offline.aset.policies import ENV_ID, HINDSIGHT, EpisodeTally
 from offline.protocol import run_episode
@@ -39,13 +39,17 @@ DEFAULT_EVALUATION: dict[str, Any] = {
 
 
 class ASETHook(EvaluationHook):
-    """ASET-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+    """ASET's parts of :func:`offline.runner.evaluate` (see the module docstring), for one env version."""
 
     env_id = ENV_ID
     score_metric = "success_rate"
     higher_is_better = True
     default_evaluation = DEFAULT_EVALUATION
     episodes_csv = "per_episode.csv"
+
+    def __init__(self, env_cls: type[ASETEnv] = ASETEnv) -> None:
+        super().__init__(env_cls.env_id)
+        self.env_cls = env_cls
 
     def prepare(self, run: Run) -> None:
         run.env_kwargs = {k: v for k, v in run.env_kwargs.items() if k != "instance_seed"}
@@ -59,7 +63,7 @@ class ASETHook(EvaluationHook):
         return [Entry(name, name) for name in names]
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
-        env = ASETEnv(**run.env_kwargs, instance_seed=run.seed + instance)
+        env = self.env_cls(**run.env_kwargs, instance_seed=run.seed + instance)
         run.state["app_names"] = env.instance.app_names
         return env
 
@@ -93,8 +97,9 @@ class ASETHook(EvaluationHook):
         return rows
 
 
-#: ASET-v0's evaluation hook (``Problem.evaluation``).
-HOOK = ASETHook()
+#: ASET-v0's and ASET-v1's evaluation hooks (``Problem.evaluation``).
+HOOK = ASETHook(ASETEnv)
+HOOK_V1 = ASETHook(ASETEnvV1)
 
 
 def evaluate_policies(
@@ -107,10 +112,12 @@ def evaluate_policies(
     out_dir: pathlib.Path,
     progress: bool = True,
     resolve: Resolver | None = None,
+    env_id: str = ENV_ID,
 ) -> list[dict]:
     """Run every policy on the same instances (seeds seed, seed+1, ...) and episode seeds
-    (:func:`offline.runner.evaluate`); one row per policy (see the module docstring)."""
-    return evaluate(ENV_ID, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
+    (:func:`offline.runner.evaluate`) of ``env_id`` (ASET-v0 or ASET-v1); one row per policy (see the
+    module docstring)."""
+    return evaluate(env_id, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
                     out_dir=out_dir, progress=progress, resolve=resolve)
 
 

@@ -1,4 +1,4 @@
-"""Non-learning policies for ASET-v0 (registered for "ASET-v0" when imported; see ``offline.aset``)."""
+"""Non-learning policies for ASET-v0 and ASET-v1 (registered for both ids when imported; see ``offline.aset``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.aset.env import ASETEnv
 from envs.aset.types import POLICY_NAMES
 from offline.protocol import run_episode
 from offline.registry import register_policy
 
 ENV_ID = "ASET-v0"
+#: Every ASET version; the policies are the same rules on each.
+ENV_IDS: tuple[str, ...] = ("ASET-v0", "ASET-v1")
 HINDSIGHT = "best_static_hindsight"
 
 
@@ -45,17 +46,13 @@ class RandomSwitchPolicy:
         return int(self._rng.integers(len(POLICY_NAMES)))
 
 
-def _register_static(index: int) -> None:
-    @register_policy(ENV_ID, POLICY_NAMES[index])
+def _static_factory(index: int) -> Any:
     def factory(env: gym.Env, **kwargs: Any) -> StaticPolicy:
         return StaticPolicy(index)
 
-
-for _index in range(len(POLICY_NAMES)):
-    _register_static(_index)
+    return factory
 
 
-@register_policy(ENV_ID, "random_switch")
 def _random_switch(env: gym.Env, **kwargs: Any) -> RandomSwitchPolicy:
     return RandomSwitchPolicy()
 
@@ -100,7 +97,7 @@ class BestStaticHindsightPolicy:
         if seed is None:
             raise ValueError("seed=None is invalid for best_static_hindsight: expected the episode's reset seed")
         base = env.unwrapped
-        copy = ASETEnv(**base.init_kwargs)
+        copy = type(base)(**base.init_kwargs)  # the same version (ASET-v0 or v1)
         options = {"instance": base.instance}
         for index, name in enumerate(POLICY_NAMES):
             tally = EpisodeTally(base.instance.num_apps)
@@ -112,14 +109,20 @@ class BestStaticHindsightPolicy:
         return self.choice
 
 
-@register_policy(ENV_ID, HINDSIGHT)
 def _best_static_hindsight(env: gym.Env, **kwargs: Any) -> BestStaticHindsightPolicy:
     return BestStaticHindsightPolicy()
 
 
-@register_policy(ENV_ID, "periodic_switch")
 def _periodic_switch(env: gym.Env, **kwargs: Any) -> PeriodicSwitchPolicy:
     return PeriodicSwitchPolicy(**kwargs)
+
+
+for _env_id in ENV_IDS:
+    for _index, _name in enumerate(POLICY_NAMES):
+        register_policy(_env_id, _name)(_static_factory(_index))
+    register_policy(_env_id, "random_switch")(_random_switch)
+    register_policy(_env_id, "periodic_switch")(_periodic_switch)
+    register_policy(_env_id, HINDSIGHT)(_best_static_hindsight)
 
 
 class EpisodeTally:

@@ -200,3 +200,52 @@ def test_aset__capacity_scale_multiplies_every_capacity_and_nothing_else():
     np.testing.assert_allclose(scaled.replica_capacity_qps, 1.7 * base.replica_capacity_qps)
     np.testing.assert_array_equal(scaled.delay_ms, base.delay_ms)
     np.testing.assert_array_equal(scaled.worker_replicas, base.worker_replicas)
+
+
+def _offered_share(env: ASETEnv, windows: int = 60, warmup: int = 60) -> float:
+    """Queries per second issued in steady state (after ``warmup`` windows) over the total capacity."""
+    env.reset(seed=0)
+    for _ in range(warmup):
+        env.step(1)
+    queries = sum(env.step(1)[4]["queries"] for _ in range(windows))
+    return queries / (windows * env.instance.window_s) / float(env.instance.worker_capacity_qps.sum())
+
+
+def test_aset_v1__defaults_and_calibration_lambda_100_loads_v1_as_lambda_60_loads_v0():
+    """ASET-v1's capacities x 5/3: the paper's stress load lambda = 100 fits (v0: it exceeds the capacity)."""
+    from envs.aset.env import ASETEnvV1
+
+    v0, v1 = ASETEnv(theta=0.0), ASETEnvV1(theta=0.0)
+    assert (v0.scenario.queueing, v0.scenario.capacity_scale) == ("pooled", 1.0)  # ASET-v0 unchanged
+    assert (v1.scenario.queueing, v1.scenario.service_headroom) == ("per_replica", 1.0)
+    np.testing.assert_allclose(v1.instance.worker_capacity_qps, 5.0 / 3.0 * v0.instance.worker_capacity_qps)
+    assert ASETEnvV1(scenario_overrides={"capacity_scale": 1.0}).instance.worker_capacity_qps.sum() == \
+        v0.instance.worker_capacity_qps.sum()  # overrides win over the version's defaults
+    share_v0_60 = _offered_share(ASETEnv(lam=60.0, theta=0.0))
+    share_v1_100 = _offered_share(ASETEnvV1(lam=100.0, theta=0.0))
+    share_v0_100 = _offered_share(ASETEnv(lam=100.0, theta=0.0))
+    assert 0.80 < share_v0_60 < 0.95 and 0.80 < share_v1_100 < 0.95  # measured 0.88 for both
+    assert share_v0_100 > 1.3  # ASET-v0 cannot carry lambda = 100 (measured 1.47)
+    assert gym.make("ASET-v1").unwrapped.env_id == "ASET-v1"
+
+
+def test_aset_v1__best_static_hindsight_replays_on_the_same_version():
+    from envs.aset.env import ASETEnvV1
+    from offline.registry import make_policy
+
+    env = ASETEnvV1(topology="dc-cloud", horizon=4, theta=0.0)
+    policy = make_policy("ASET-v1", "best_static_hindsight", env)
+    env.reset(seed=5)
+    policy.reset(env, seed=5)
+    chosen = POLICY_NAMES[policy.choice]
+    expected = {}
+    for index, name in enumerate(POLICY_NAMES):
+        env.reset(seed=5)
+        queries = succeeded = 0.0
+        for _ in range(4):
+            info = env.step(index)[4]
+            queries += info["queries"]
+            succeeded += info["success"] * info["queries"]
+        expected[name] = succeeded / queries
+    assert policy.success_by_policy == pytest.approx(expected)
+    assert expected[chosen] == max(expected.values())

@@ -162,12 +162,12 @@ def test_aset__experiment_configs_name_registered_policies_and_env_fields():
     exp_dir = ROOT / "conf" / "experiment"
     files = sorted(exp_dir.glob("aset_*.yaml"))
     assert files
-    registered = set(available_policies("ASET-v0"))
     for path in files:
         cfg = yaml.safe_load(Path(path).read_text())
-        assert {"override /env": "aset-v0"} in cfg["defaults"], path.name
-        assert set(cfg["env"]["kwargs"]) <= set(yaml.safe_load(Path(ROOT / "conf/env/aset-v0.yaml").read_text())["kwargs"])
-        assert set(cfg["policies"]) <= registered, path.name
+        env = next(d["override /env"] for d in cfg["defaults"] if "override /env" in d)
+        assert env in ("aset-v0", "aset-v1"), path.name
+        assert set(cfg["env"]["kwargs"]) <= set(yaml.safe_load(Path(ROOT / f"conf/env/{env}.yaml").read_text())["kwargs"])
+        assert set(cfg.get("policies", [])) <= set(available_policies(env.replace("aset", "ASET"))), path.name
         for sweep in cfg.get("sweeps", []):
             assert sweep["parameter"].startswith("env.kwargs.")
             assert sweep["values"] and sweep["metrics"]
