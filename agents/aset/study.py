@@ -13,7 +13,13 @@ runs' own env kwargs (their env id, topology and scenario), ``lam`` replaced, ``
 
 A learned row (``dqn``, ``dqn zeroed-obs``, ``dqn shuffled-obs``) is the mean success rate over runs x
 episodes with rliable's stratified-bootstrap 95 % CI over the training runs; a non-learning row has a
-Student-t CI over its episodes. Differences are paired by episode: ``vs_<ref>`` is the mean of
+Student-t CI over its episodes.
+
+``periodic_switch`` is first made as strong as a state-blind cycle gets (``tune_cycle``, on by default):
+every cycle of static policies up to ``cycle_length`` windows (:func:`offline.aset.policies.cycle_candidates`,
+133 cycles for length 3) is played at the training load on ``tune_episodes`` episodes of ``tune_horizon``
+windows whose seeds the comparison does not use, and the best one is the ``periodic_switch`` of every
+load (``cycles.csv`` lists them all). Differences are paired by episode: ``vs_<ref>`` is the mean of
 (row - ref) over the same episodes, with the same kind of CI. ``p_improvement`` is rliable's probability
 that a training run beats ``reference`` (ties count 1/2).
 
@@ -53,6 +59,8 @@ from agents.compare import (
 #: The learned rows: the trained policy and its observation ablations (label -> name prefix).
 LEARNED_ROWS: dict[str, str] = {"dqn": "", "dqn zeroed-obs": "zeroed-obs:", "dqn shuffled-obs": "shuffled-obs:"}
 METRICS = ("success_rate", "failed_rate", "rejected_rate")
+#: First reset seed of the cycle search (evaluation seeds are offline.protocol.episode_seed's: far from it).
+TUNING_SEED = 500_000
 
 
 @dataclass
@@ -68,15 +76,21 @@ class StudyConfig:
     reference: str = "periodic_switch"  # the state-blind policy the agent must beat by `margin`
     margin: float = 0.02  # success-rate margin of the target over `reference` (absolute, 0.02 = 2 points)
     reps: int = 2000  # bootstrap resamples
+    tune_cycle: bool = True  # periodic_switch = the best cycle found on separate seeds (false: its default cycle)
+    cycle_length: int = 3  # longest cycle searched
+    tune_episodes: int = 2
+    tune_horizon: int = 120  # windows per tuning episode
     out: str = "results/aset/dqn_study"
 
     def __post_init__(self) -> None:
         if not self.lams or any(not 1.0 <= float(x) <= 200.0 for x in self.lams):
             raise ValueError(f"lams={self.lams!r} is invalid: expected a non-empty list of loads in [1, 200]")
-        for name in ("instances", "episodes", "horizon", "reps"):
+        for name in ("instances", "episodes", "horizon", "reps", "cycle_length", "tune_episodes", "tune_horizon"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} is invalid: expected an integer >= 1")
+        if self.cycle_length < 2:
+            raise ValueError(f"cycle_length={self.cycle_length!r} is invalid: expected an integer >= 2")
         if not 0.0 <= self.margin <= 1.0:
             raise ValueError(f"margin={self.margin!r} is invalid: expected a number in [0, 1]")
 
@@ -137,6 +151,18 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
                for label, prefix in LEARNED_ROWS.items() if cfg.ablations or not prefix}
     names = [*statics, "random_switch", "periodic_switch", HINDSIGHT, *(n for v in learned.values() for n in v)]
     out = Path(cfg.out)
+    policy_kwargs: dict[str, dict[str, Any]] = {}
+    cycles: list[dict[str, Any]] = []
+    if cfg.tune_cycle:
+        from envs.problems import make
+        from offline.aset.policies import best_cycle, cycle_candidates
+
+        tuning_env = make(env_id, {**base_kwargs, "lam": float(cfg.lams[0]), "horizon": cfg.tune_horizon,
+                                   "instance_seed": cfg.seed})
+        cycles = best_cycle(tuning_env, cycle_candidates(cfg.cycle_length),
+                            [TUNING_SEED + k for k in range(cfg.tune_episodes)])
+        policy_kwargs["periodic_switch"] = {"sequence": tuple(cycles[0]["sequence"])}
+    cycle = " > ".join(policy_kwargs.get("periodic_switch", {}).get("sequence", ("the default cycle",)))
 
     rows: list[dict[str, Any]] = []
     per_run: list[dict[str, Any]] = []
@@ -144,7 +170,7 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     for lam in cfg.lams:
         folder = out / f"lam{float(lam):g}"
         evaluate(env_id, {**base_kwargs, "lam": float(lam)}, names, instances=cfg.instances, episodes=cfg.episodes,
-                 seed=cfg.seed, out_dir=folder, progress=False, resolve=resolve_policy)
+                 seed=cfg.seed, out_dir=folder, progress=False, resolve=resolve_policy, policy_kwargs=policy_kwargs)
         episodes = _per_episode(folder / "per_episode.csv")
         best_static = max(statics, key=lambda p: episodes[p]["success_rate"].mean())
         refs = {cfg.reference: episodes[cfg.reference]["success_rate"],
@@ -182,11 +208,13 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
             for label, labels in learned.items():
                 entry[f"{label} success_rate"] = float(episodes[labels[runs.index(run)]]["success_rate"].mean())
             per_run.append(entry)
-        claims += _claims(float(lam), cfg, rows, matrices, episodes, refs, first=lam == cfg.lams[0])
+        claims += _claims(float(lam), cfg, rows, matrices, refs, cycle, first=lam == cfg.lams[0])
     out.mkdir(parents=True, exist_ok=True)
     _write(out / "study.csv", rows)
     _write(out / "per_run.csv", per_run)
     _write(out / "claims.csv", claims)
+    if cycles:
+        _write(out / "cycles.csv", [{**row, "sequence": " > ".join(row["sequence"])} for row in cycles])
     (out / "study.md").write_text(markdown(rows, claims, cfg, env_id, len(runs)) + "\n")
     _plot(rows, cfg, out / "study.png")
     (out / "command.txt").write_text("python -m agents.aset.study " + " ".join(sys.argv[1:]) + "\n" + provenance(out))
@@ -194,7 +222,7 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
 
 
 def _claims(lam: float, cfg: StudyConfig, rows: list[dict[str, Any]], matrices: dict[str, np.ndarray],
-            episodes: dict[str, dict[str, np.ndarray]], refs: dict[str, np.ndarray], first: bool) -> list[dict[str, Any]]:
+            refs: dict[str, np.ndarray], cycle: str, first: bool) -> list[dict[str, Any]]:
     """The claims at one load (see the module docstring)."""
     agent = next(r for r in rows if r["lam"] == lam and r["policy"] == "dqn")
     best = agent["best_static"]
@@ -210,7 +238,7 @@ def _claims(lam: float, cfg: StudyConfig, rows: list[dict[str, Any]], matrices: 
         "lam": lam, "claim": f"target: beats {ref} by >= {cfg.margin:g} success",
         "holds": agent[f"vs_{ref}"] >= cfg.margin and agent[f"vs_{ref}_lo"] > 0,
         "difference": agent[f"vs_{ref}"], "lo": agent[f"vs_{ref}_lo"], "hi": agent[f"vs_{ref}_hi"],
-        "detail": f"{ref} reads no state",
+        "detail": f"{ref} reads no state" + (f"; cycle {cycle}" if ref == "periodic_switch" else ""),
     })
     for label in (x for x in matrices if x != "dqn"):
         mean, lo, hi = _difference(matrices["dqn"], matrices[label], cfg.reps)

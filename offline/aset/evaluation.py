@@ -113,12 +113,13 @@ def evaluate_policies(
     progress: bool = True,
     resolve: Resolver | None = None,
     env_id: str = ENV_ID,
+    policy_kwargs: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict]:
     """Run every policy on the same instances (seeds seed, seed+1, ...) and episode seeds
     (:func:`offline.runner.evaluate`) of ``env_id`` (ASET-v0 or ASET-v1); one row per policy (see the
-    module docstring)."""
+    module docstring); ``policy_kwargs`` maps a name to its factory kwargs (e.g. periodic_switch's sequence)."""
     return evaluate(env_id, env_kwargs, policies, instances=instances, episodes=episodes, seed=seed,
-                    out_dir=out_dir, progress=progress, resolve=resolve)
+                    out_dir=out_dir, progress=progress, resolve=resolve, policy_kwargs=policy_kwargs)
 
 
 def _summary_row(name: str, episodes: list[dict[str, float]], app_names: tuple[str, ...]) -> dict[str, Any]:

@@ -80,6 +80,35 @@ class PeriodicSwitchPolicy:
         return action
 
 
+def cycle_candidates(max_length: int = 3) -> list[tuple[int, ...]]:
+    """Every cycle of static policies of length 2..``max_length`` that is not constant and not a repeat of a
+    shorter cycle, one per rotation (``(0, 6)`` and ``(6, 0)`` play the same windows one step apart)."""
+    import itertools
+
+    found: list[tuple[int, ...]] = []
+    for length in range(2, max_length + 1):
+        for seq in itertools.product(range(len(POLICY_NAMES)), repeat=length):
+            rotations = [seq[i:] + seq[:i] for i in range(length)]
+            periodic = any(length % d == 0 and seq == seq[:d] * (length // d) for d in range(1, length))
+            if not periodic and seq == min(rotations):
+                found.append(seq)
+    return found
+
+
+def best_cycle(env: gym.Env, candidates: list[tuple[int, ...]], seeds: list[int]) -> list[dict[str, Any]]:
+    """Each candidate cycle's query-weighted success rate over episodes of ``env`` reset with ``seeds``, best
+    first: the search that makes ``periodic_switch`` the strongest state-blind cycle of a setting. Tune on
+    seeds the comparison does not use."""
+    inst = env.unwrapped.instance
+    table = []
+    for seq in candidates:
+        tally = EpisodeTally(inst.num_apps)
+        for seed in seeds:
+            run_episode(env, PeriodicSwitchPolicy(seq), seed=seed, on_step=tally)
+        table.append({"sequence": [POLICY_NAMES[i] for i in seq], **tally.metrics(inst.app_names)})
+    return sorted(table, key=lambda row: -row["success_rate"])
+
+
 class BestStaticHindsightPolicy:
     """Plays the static policy with the best success rate on this very episode (reads the future).
 

@@ -103,7 +103,7 @@ def two_runs(tmp_path_factory) -> list[Path]:
 
 def test_study__rows_claims_and_files_match_the_evaluation(two_runs, tmp_path):
     cfg = StudyConfig(runs=[str(r) for r in two_runs], lams=[60.0, 100.0], instances=1, episodes=2, horizon=6,
-                      reps=200, out=str(tmp_path / "study"))
+                      reps=200, cycle_length=2, tune_episodes=1, tune_horizon=4, out=str(tmp_path / "study"))
     rows, claims = study(cfg)
     assert {r["lam"] for r in rows} == {60.0, 100.0}
     learned = [r for r in rows if r["policy"] in LEARNED_ROWS]
@@ -118,10 +118,20 @@ def test_study__rows_claims_and_files_match_the_evaluation(two_runs, tmp_path):
     assert agent["success_rate"] == pytest.approx(direct["success_rate"])
     periodic = next(r for r in rows if r["lam"] == 100.0 and r["policy"] == "periodic_switch")
     assert agent["vs_periodic_switch"] == pytest.approx(agent["success_rate"] - periodic["success_rate"])
+    # periodic_switch is the best of the 21 two-window cycles found on the tuning seeds, played on these seeds
+    with (tmp_path / "study" / "cycles.csv").open() as handle:
+        cycles = list(csv.DictReader(handle))
+    assert len(cycles) == 21
+    best = tuple(cycles[0]["sequence"].split(" > "))
+    (cycle_row,) = evaluate_policies({"topology": "full-edge", "lam": 100.0, "theta": 0.0, "horizon": 6,
+                                      "scenario_overrides": {}}, ["periodic_switch"], instances=1, episodes=2, seed=0,
+                                     out_dir=tmp_path / "cycle", progress=False,
+                                     policy_kwargs={"periodic_switch": {"sequence": best}})
+    assert periodic["success_rate"] == pytest.approx(cycle_row["success_rate"])
     # identical runs: the bootstrap over runs has nothing to resample, so the CI collapses to the mean
     assert agent["success_rate_lo"] == pytest.approx(agent["success_rate_hi"])
-    assert [c["claim"][:2] for c in claims if c["lam"] == 60.0][0] == "b:"
-    assert [c["claim"][:2] for c in claims if c["lam"] == 100.0][0] == "d:"
+    assert next(c["claim"][:2] for c in claims if c["lam"] == 60.0) == "b:"
+    assert next(c["claim"][:2] for c in claims if c["lam"] == 100.0) == "d:"
     for claim in claims:
         assert claim["holds"] == (claim["lo"] > 0 and (not claim["claim"].startswith("target") or
                                                         claim["difference"] >= cfg.margin))
@@ -131,7 +141,8 @@ def test_study__rows_claims_and_files_match_the_evaluation(two_runs, tmp_path):
         assert len(list(csv.DictReader(handle))) == 2 * 2  # runs x loads
 
 
-@pytest.mark.parametrize(("field", "value"), [("lams", []), ("lams", [300.0]), ("episodes", 0), ("margin", 2.0)])
+@pytest.mark.parametrize(("field", "value"), [("lams", []), ("lams", [300.0]), ("episodes", 0), ("margin", 2.0),
+                                              ("cycle_length", 1), ("tune_horizon", 0)])
 def test_study__bad_input_raises_naming_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         StudyConfig(**{field: value})
@@ -144,3 +155,20 @@ def test_study__bad_runs_raise_before_writing(tmp_path, two_runs):
     with pytest.raises(ValueError, match="reference"):
         study(StudyConfig(runs=[str(two_runs[0])], reference="oracle", out=str(out)))
     assert not out.exists()
+
+
+def test_cycles__one_per_rotation_class_and_the_search_ranks_them_by_played_success():
+    from offline.aset.policies import EpisodeTally, PeriodicSwitchPolicy, best_cycle, cycle_candidates
+
+    two, three = cycle_candidates(2), cycle_candidates(3)
+    assert len(two) == 21 and len(three) == 21 + (7**3 - 7) // 3  # pairs; triples up to rotation, non-constant
+    assert (0, 6) in two and (6, 0) not in two and (6, 6, 2) not in three and (2, 6, 6) in three
+    env = ASETEnv(topology="dc-cloud", horizon=5, theta=0.0)
+    candidates = [(6, 2), (0, 1), (3, 5, 5)]
+    table = best_cycle(env, candidates, seeds=[7, 8])
+    assert [r["success_rate"] for r in table] == sorted((r["success_rate"] for r in table), reverse=True)
+    for row in table:
+        tally = EpisodeTally(env.instance.num_apps)
+        for seed in (7, 8):
+            run_episode(env, PeriodicSwitchPolicy(tuple(row["sequence"])), seed=seed, on_step=tally)
+        assert row["success_rate"] == pytest.approx(tally.metrics(env.instance.app_names)["success_rate"])
