@@ -71,17 +71,24 @@ def model_path(run: Path, checkpoint: str) -> Path:
 
 
 def training_wall_s(run: Path, steps: int) -> float:
-    """Seconds the run took to reach ``steps`` env steps (SB3's time/time_elapsed in progress.csv; NaN if absent)."""
+    """Seconds the run took to reach ``steps`` env steps (SB3's time/time_elapsed in progress.csv): the first
+    log line at or past ``steps``; when the log stops short of it (DQN logs every 4 episodes), the last line's
+    time scaled by steps / its steps. NaN without a log."""
     import csv
 
     progress = run / "progress.csv"
     if not progress.is_file():
         return float("nan")
+    last = None
     with progress.open() as handle:
         for row in csv.DictReader(handle):
-            if row.get("time/total_timesteps") and float(row["time/total_timesteps"]) >= steps:
-                return float(row["time/time_elapsed"])
-    return float("nan")
+            if not row.get("time/total_timesteps"):
+                continue
+            logged, elapsed = float(row["time/total_timesteps"]), float(row["time/time_elapsed"])
+            if logged >= steps:
+                return elapsed
+            last = (logged, elapsed)
+    return last[1] * steps / last[0] if last and last[0] > 0 else float("nan")
 
 
 def provenance(out: Path) -> str:

@@ -172,3 +172,13 @@ def test_cycles__one_per_rotation_class_and_the_search_ranks_them_by_played_succ
         for seed in (7, 8):
             run_episode(env, PeriodicSwitchPolicy(tuple(row["sequence"])), seed=seed, on_step=tally)
         assert row["success_rate"] == pytest.approx(tally.metrics(env.instance.app_names)["success_rate"])
+
+
+def test_training_wall_s__first_line_past_the_steps_else_scaled_from_the_last(tmp_path):
+    from agents.compare import training_wall_s
+
+    (tmp_path / "progress.csv").write_text("time/total_timesteps,time/time_elapsed,eval/x\n,,1\n100,10,\n200,30,\n")
+    assert training_wall_s(tmp_path, 150) == 30.0
+    assert training_wall_s(tmp_path, 100) == 10.0
+    assert training_wall_s(tmp_path, 400) == pytest.approx(60.0)  # the log stops at 200 steps: 30 s x 400 / 200
+    assert np.isnan(training_wall_s(tmp_path / "missing", 100))
