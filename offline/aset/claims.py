@@ -1,7 +1,7 @@
 """Which of ASET's claims about static policies hold under which modelling setting (issue 17).
 
     python evaluate.py experiment=aset_claims out=results/aset/claims
-    python -m offline.aset.claims results/aset/claims          # -> results/aset/claims/claims.csv
+    python -m offline.aset.claims results/aset/claims          # -> results/aset/claims/claims.csv and claims.md
 
 Reads each sweep CSV of ``conf/experiment/aset_claims.yaml`` (one per (queueing, capacity_scale) setting,
 swept over the topologies) and checks, per setting:
@@ -60,6 +60,20 @@ def claims_table(folder: Path) -> list[dict[str, Any]]:
     return table
 
 
+def claims_markdown(table: list[dict[str, Any]]) -> str:
+    """One row per setting, one column per claim (``holds``/``fails`` and the detail); the docs include it."""
+    settings = list(dict.fromkeys((r["queueing"], r["capacity_scale"]) for r in table))
+    claims = list(dict.fromkeys(r["claim"] for r in table))
+    lines = ["| queueing | capacity_scale | " + " | ".join(claims) + " |", "|---|---|" + "---|" * len(claims)]
+    for queueing, scale in settings:
+        cells = []
+        for claim in claims:
+            row = next((r for r in table if (r["queueing"], r["capacity_scale"], r["claim"]) == (queueing, scale, claim)), None)
+            cells.append("" if row is None else f"{'holds' if row['holds'] else 'fails'} ({row['detail']})")
+        lines.append(f"| {queueing} | {scale:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> None:
     folder = Path(argv[0]) if argv else Path("results/aset/claims")
     try:
@@ -71,6 +85,7 @@ def main(argv: list[str]) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(table[0]))
         writer.writeheader()
         writer.writerows(table)
+    (folder / "claims.md").write_text(claims_markdown(table))
     for row in table:
         print(f"{row['queueing']:>12} x{row['capacity_scale']:<4g} {'holds ' if row['holds'] else 'fails '} "
               f"{row['claim']}  ({row['detail']})")

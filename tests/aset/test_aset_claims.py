@@ -38,3 +38,15 @@ def test_aset_claims__table_reads_setting_from_file_names_and_refuses_an_empty_f
         writer.writerows(data)
     table = claims_table(tmp_path)
     assert {(r["queueing"], r["capacity_scale"]) for r in table} == {("per_replica", 1.5)}
+
+
+def test_aset_claims__markdown_has_one_row_per_setting_and_one_column_per_claim(tmp_path):
+    from offline.aset.claims import CLAIM_A, CLAIM_C, claims_markdown
+
+    table = [{"queueing": "pooled", "capacity_scale": 1.0, "claim": CLAIM_A, "holds": True, "detail": "x"},
+             {"queueing": "pooled", "capacity_scale": 1.0, "claim": CLAIM_C, "holds": False, "detail": "y"},
+             {"queueing": "none", "capacity_scale": 1.5, "claim": CLAIM_A, "holds": False, "detail": "z"}]
+    lines = claims_markdown(table).splitlines()
+    assert lines[0] == f"| queueing | capacity_scale | {CLAIM_A} | {CLAIM_C} |"
+    assert lines[2] == "| pooled | 1 | holds (x) | fails (y) |"
+    assert lines[3] == "| none | 1.5 | fails (z) |  |"
