@@ -259,10 +259,13 @@ def markdown(rows: list[dict[str, Any]], claims: list[dict[str, Any]], cfg: Stud
                 if f"vs_{ref}" in r else "")
         lines.append(f"| {r['lam']:g} | {r['policy']} | {r['success_rate']:.3f} [{r['success_rate_lo']:.3f}, "
                      f"{r['success_rate_hi']:.3f}] | {r['failed_rate']:.3f} | {r['rejected_rate']:.3f} | {diff} |")
-    lines += ["", "| λ | claim | holds | difference [95 % CI] | detail |", "|---|---|---|---|---|"]
+    # section markers let the docs include the claims alone (pymdownx.snippets: study.md:claims)
+    lines += ["", "<!-- --8<-- [start:claims] -->", "| λ | claim | holds | difference [95 % CI] | detail |",
+              "|---|---|---|---|---|"]
     for c in claims:
         lines.append(f"| {c['lam']:g} | {c['claim']} | {'yes' if c['holds'] else 'no'} | {c['difference']:+.3f} "
                      f"[{c['lo']:+.3f}, {c['hi']:+.3f}] | {c['detail']} |")
+    lines.append("<!-- --8<-- [end:claims] -->")
     return "\n".join(lines)
 
 
