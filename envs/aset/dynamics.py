@@ -12,16 +12,19 @@ No gymnasium here. Every latency formula lives once in this module:
   (never happens when every binding respects constraint (2), kept as the model's safety valve);
   a stream with no feasible (variant, cluster) at arrival has all its queries rejected for its life.
 
-Everything is vectorised over streams; only the binding of arriving streams is sequential (each
-binding changes the loads the next one sees).
+The two loops over streams, the sequential binding of arriving streams (each binding changes the loads
+the next one sees) and the per-sub-window outcome sums, are compiled with numba (``cache=True``: compiled
+once per machine, about 10 s, then loaded from ``__pycache__``); they keep every comparison, draw and
+summation order of the numpy/Python code they replaced, so results are bit-identical to it
+(tests/aset/test_aset_fast_equals_reference.py).
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy.special import ndtr
 
@@ -37,8 +40,6 @@ NUM_CLASS_BINS = (LATENCY_BIN_EDGES_MS.size + 1) * (RATE_BIN_EDGES_FPS.size + 1)
 MAX_UTILISATION = 0.999
 #: z-scores beyond which ``ndtr`` returns exactly 0 / exactly 1 in double precision (with margin).
 CERTAIN_FAIL_Z_LOW, CERTAIN_FAIL_Z_HIGH = -38.5, 9.0
-#: Sub-windows whose outcomes are computed together (dense arrays of ~OUTCOME_BLOCK x 1000 streams stay in cache).
-OUTCOME_BLOCK = 5
 #: Clip value of every normalised observation feature.
 OBS_HIGH = 10.0
 #: Features per worker in the observation: bound streams, responses delivered, load.
@@ -194,19 +195,105 @@ _STATIC_EXTREME = {0: ("net_key_sw", False), 2: ("net_key_sw", True), 3: ("e2e_k
 _LOAD_BALANCING, _RANDOM_LATENCY, _RANDOM_LOAD = 1, 4, 5
 
 
-def _pick(ties: list[int], rng: np.random.Generator) -> int:
-    """The tie-break of the policies' rules (envs/aset/policies.py): ``ties`` in worker order, one draw if > 1."""
-    return ties[0] if len(ties) == 1 else ties[int(rng.integers(len(ties)))]
+@numba.njit(cache=True)
+def _pick(ties: np.ndarray, n_ties: int, rng: np.random.Generator) -> int:
+    """The policies' tie-break (envs/aset/policies.py): the only tie, else one uniform draw among ``ties[:n]``
+    (in worker order). numba's ``Generator.integers(0, n)`` draws exactly what numpy's ``integers(n)`` draws."""
+    return ties[0] if n_ties == 1 else ties[rng.integers(0, n_ties)]
 
 
-def _pick_cumulative(cand: list[int], weights: list[float], rng: np.random.Generator) -> int:
-    """Random-proportional choice as the policies' rules make it (sequential cumsum, one draw, right search)."""
-    cum, total = [], 0.0
-    for x in weights:
-        total += x
-        cum.append(total)
-    idx = bisect.bisect_right(cum, rng.random() * total)
-    return cand[min(idx, len(cand) - 1)]
+@numba.njit(cache=True)
+def _pick_cumulative(cand: np.ndarray, weights: np.ndarray, n: int, rng: np.random.Generator) -> int:
+    """Random-proportional choice as the policies' rules make it: sequential cumulative sum, one uniform draw,
+    the first cumulative weight strictly above it (``bisect_right``)."""
+    total = 0.0
+    for i in range(n):
+        total += weights[i]
+        weights[i] = total
+    u = rng.random() * total
+    idx = 0
+    while idx < n and weights[idx] <= u:
+        idx += 1
+    return cand[min(idx, n - 1)]
+
+
+@numba.njit(cache=True)
+def _bind_kernel(
+    policy: int, window: int, k_sub: int, offset: int,
+    start: np.ndarray, end: np.ndarray, worker: np.ndarray, rate: np.ndarray,
+    first_of_sub: np.ndarray, feas: np.ndarray, order: np.ndarray, keys: np.ndarray, inv_e2e: np.ndarray,
+    cap: np.ndarray, cap_eps: np.ndarray, tie_rtol: float, load_eps: float, rng: np.random.Generator,
+    load_kw: np.ndarray,
+) -> None:
+    """The sequential part of :func:`_bind_arrivals`, compiled: per sub-window, the load of the streams live
+    before it (summed in stream order, as ``np.bincount``), then each arrival bound in order by ``policy``.
+
+    ``order``/``keys`` (extreme-key policies) and ``inv_e2e`` (random_latency) are per arrival x worker;
+    ``worker`` is written in place. Every comparison, tolerance, cumulative sum and draw is the Python rules'.
+    """
+    n_w = cap.shape[0]
+    extreme = policy == 0 or policy == 2 or policy == 3 or policy == 6
+    ties = np.empty(n_w, np.int64)
+    weights = np.empty(n_w)
+    load = np.empty(n_w)
+    n_streams = start.shape[0]
+    for k in range(k_sub):
+        g = window * k_sub + k
+        load[:] = 0.0
+        for i in range(n_streams):
+            if start[i] < g and end[i] >= g and worker[i] >= 0:
+                load[worker[i]] += rate[i]
+        for j in range(first_of_sub[k], first_of_sub[k + 1]):
+            r = rate[offset + j]
+            w = -1
+            n_ties = 0
+            if extreme:
+                best = 0.0
+                tol = 0.0
+                for c in range(order.shape[1]):
+                    v = order[j, c]
+                    if not feas[j, v]:
+                        break  # infeasible workers are sorted last
+                    if not load[v] + r <= cap_eps[v]:
+                        continue
+                    if n_ties == 0:
+                        best = keys[j, v]
+                        tol = tie_rtol * max(1.0, abs(best))
+                    elif not abs(keys[j, v] - best) <= tol:
+                        break  # keys only move further from the best from here on
+                    ties[n_ties] = v
+                    n_ties += 1
+                if n_ties > 0:
+                    ties[:n_ties].sort()
+                    w = _pick(ties, n_ties, rng)
+            else:
+                n_cand = 0
+                for v in range(n_w):
+                    if feas[j, v] and load[v] + r <= cap_eps[v]:
+                        ties[n_cand] = v
+                        n_cand += 1
+                if n_cand > 0 and policy == 1:
+                    best = load[ties[0]]
+                    for c in range(1, n_cand):
+                        best = min(best, load[ties[c]])
+                    tol = tie_rtol * max(1.0, abs(best))
+                    for c in range(n_cand):
+                        if abs(load[ties[c]] - best) <= tol:
+                            ties[n_ties] = ties[c]
+                            n_ties += 1
+                    w = _pick(ties, n_ties, rng)
+                elif n_cand > 0 and policy == 4:
+                    for c in range(n_cand):
+                        weights[c] = inv_e2e[j, ties[c]]
+                    w = _pick_cumulative(ties, weights, n_cand, rng)
+                elif n_cand > 0 and policy == 5:
+                    for c in range(n_cand):
+                        weights[c] = cap[ties[c]] / max(load[ties[c]], load_eps)
+                    w = _pick_cumulative(ties, weights, n_cand, rng)
+            if w >= 0:
+                load[w] += r
+                worker[offset + j] = w
+        load_kw[k, :] = load
 
 
 def _bind_arrivals(
@@ -222,117 +309,118 @@ def _bind_arrivals(
 
     Sequential by nature: each binding raises the load the next arrival's capacity check (2) sees. The
     load at the start of sub-window k is the bound rate of the streams live before it; the arrivals of k
-    then add to it in arrival order, exactly as ``np.bincount`` would sum them (index order), so the (K, W)
-    loads returned equal a bincount over every stream live in k.
-
-    Per arrival this applies the rules of envs/aset/policies.py, once, in Python scalars (numpy per-call
-    overhead dominated at ~50 workers), exactly as the one-arrival specification ``_reference_choose_worker``
-    (tests/aset/test_aset_fast_equals_reference.py) does: the same comparisons, tie tolerance, sequential cumulative sums and draws
-    from ``choice_rng``, so the choices are identical (tests/aset/test_aset_fast_equals_reference.py). What
-    depends only on the arrival (static feasibility (1), (3), (4), its key order) is computed once per window.
+    then add to it in arrival order, so the (K, W) loads returned equal a bincount over every stream live in k.
+    What depends only on the arrival (static feasibility (1), (3), (4), its key order) is computed here in
+    numpy, once per window; the loop runs in the compiled :func:`_bind_kernel`, which applies the rules of
+    envs/aset/policies.py exactly as the one-arrival specification ``_reference_choose_worker``
+    (tests/aset/test_aset_fast_equals_reference.py) does, with the same draws from ``choice_rng``.
     """
     if policy not in range(7):
         raise ValueError(f"policy={policy!r} is invalid: expected an integer in [0, 6]")
     k_sub, n_w = instance.sub_windows, instance.num_workers
     cap = instance.worker_capacity_qps
-    cap_eps, cap_list = (cap + 1e-9).tolist(), cap.tolist()
     feas = static_feasibility(instance, arr)
     sched = arr.streams.scheduler
-    a_rate = arr.streams.rate.tolist()
-    counts = feas.sum(axis=1).tolist()
-    extreme = policy in _STATIC_EXTREME
-    if extreme:
+    n_arr = len(arr.streams)
+    if policy in _STATIC_EXTREME:
         table, maximise = _STATIC_EXTREME[policy]
-        key = getattr(instance, table)[sched]
-        order = np.argsort(np.where(feas, -key if maximise else key, np.inf), axis=1, kind="stable").tolist()
-        keys = key.tolist()
+        keys = getattr(instance, table)[sched]
+        order = np.argsort(np.where(feas, -keys if maximise else keys, np.inf), axis=1, kind="stable")
     else:
-        cols = feas.nonzero()[1].tolist()
-        ends = np.cumsum(counts).tolist()
-        cand_lists = [cols[e - c : e] for c, e in zip(counts, ends)]
-        inv_e2e = (1.0 / instance.e2e_key_sw[sched]).tolist() if policy == _RANDOM_LATENCY else []
-    first_of_sub = np.searchsorted(arr.streams.start_sub, window * k_sub + np.arange(k_sub + 1)).tolist()
-    start, end, worker, rate = st.start_sub, st.end_sub, st.worker, st.rate
+        keys, order = np.zeros((n_arr, 1)), np.zeros((n_arr, 1), dtype=np.int64)  # unused by these policies
+    inv_e2e = 1.0 / instance.e2e_key_sw[sched] if policy == _RANDOM_LATENCY else np.zeros((n_arr, 1))
+    first_of_sub = np.searchsorted(arr.streams.start_sub, window * k_sub + np.arange(k_sub + 1))
     load_kw = np.empty((k_sub, n_w))
-    chosen = [-1] * len(a_rate)
-    for k in range(k_sub):
-        g = window * k_sub + k
-        bound_live = (start < g) & (end >= g) & (worker >= 0)
-        load = np.bincount(worker[bound_live], weights=rate[bound_live], minlength=n_w).tolist()
-        lo, hi = first_of_sub[k], first_of_sub[k + 1]
-        for j in range(lo, hi):
-            r = a_rate[j]
-            w = -1
-            if extreme:
-                ks, ties = keys[j], []
-                best = tol = 0.0
-                for v in order[j][: counts[j]]:
-                    if not load[v] + r <= cap_eps[v]:
-                        continue
-                    if not ties:
-                        best = ks[v]
-                        tol = TIE_RTOL * max(1.0, abs(best))
-                    elif not abs(ks[v] - best) <= tol:
-                        break  # keys only move further from the best from here on
-                    ties.append(v)
-                if ties:
-                    w = _pick(sorted(ties), choice_rng)
-            else:
-                cand = [v for v in cand_lists[j] if load[v] + r <= cap_eps[v]]
-                if cand and policy == _LOAD_BALANCING:
-                    best = min(load[v] for v in cand)
-                    tol = TIE_RTOL * max(1.0, abs(best))
-                    w = _pick([v for v in cand if abs(load[v] - best) <= tol], choice_rng)
-                elif cand and policy == _RANDOM_LATENCY:
-                    w = _pick_cumulative(cand, [inv_e2e[j][v] for v in cand], choice_rng)
-                elif cand and policy == _RANDOM_LOAD:
-                    w = _pick_cumulative(cand, [cap_list[v] / max(load[v], LOAD_EPS_QPS) for v in cand], choice_rng)
-            if w >= 0:
-                load[w] += r
-                chosen[j] = w
-        worker[offset + lo : offset + hi] = chosen[lo:hi]
-        load_kw[k] = load
+    _bind_kernel(policy, window, k_sub, offset, st.start_sub, st.end_sub, st.worker, st.rate, first_of_sub,
+                 feas, order, keys, inv_e2e, cap, cap + 1e-9, TIE_RTOL, LOAD_EPS_QPS, choice_rng, load_kw)
     return load_kw
 
 
-def _outcomes(
-    instance: Instance, st: Streams, load_kw: np.ndarray, served_qps: np.ndarray, g0: int, k_lo: int, k_hi: int
-) -> tuple[np.ndarray, ...]:
-    """Per-(sub-window, class) sums of sub-windows ``k_lo..k_hi-1``: queries, succeeded, failed, rejected per
-    app, bound streams per worker, query rate per state class.
+@numba.njit(cache=True)
+def _uncertain_z(g0: int, start: np.ndarray, end: np.ndarray, worker: np.ndarray, base: np.ndarray,
+                 bound: np.ndarray, jitter: np.ndarray, wait_ms: np.ndarray, z_mid: np.ndarray) -> int:
+    """Pass 1 of the outcomes: the z-scores of the failure fraction (:func:`failure_fraction`) that are neither
+    certainly 0 nor certainly 1, of every stream live in each sub-window, in (sub-window, stream) order, into
+    ``z_mid``; returns their count. ``ndtr`` (scipy's, not compiled) is then applied to them in numpy."""
+    n_k, n_w1 = wait_ms.shape
+    m = 0
+    for k in range(n_k):
+        g = g0 + k
+        for i in range(start.shape[0]):
+            if start[i] <= g and end[i] >= g:
+                w = worker[i] if worker[i] >= 0 else n_w1 - 1
+                z = (base[i] + wait_ms[k, w] - bound[i]) / jitter[i]
+                if z > CERTAIN_FAIL_Z_LOW and z < CERTAIN_FAIL_Z_HIGH:
+                    z_mid[m] = z
+                    m += 1
+    return m
 
-    On dense (sub-windows, streams) arrays: a stream not live in sub-window k issues 0 queries there and
-    adds +0.0 to every sum, which leaves each sum (taken in stream index order) as a per-sub-window loop
-    over the live streams would give it.
+
+@numba.njit(cache=True)
+def _outcome_sums(g0: int, dt: float, start: np.ndarray, end: np.ndarray, worker: np.ndarray, rate: np.ndarray,
+                  app: np.ndarray, class_bin: np.ndarray, base: np.ndarray, bound: np.ndarray, jitter: np.ndarray,
+                  served_share: np.ndarray, wait_ms: np.ndarray, p_mid: np.ndarray, out_ka: np.ndarray,
+                  streams_kw: np.ndarray, class_rate: np.ndarray) -> None:
+    """Pass 2: per sub-window, the queries, succeeded, failed and rejected per app (``out_ka[0..3]``), the
+    streams per worker and the query rate per state class, summed over live streams in stream order.
+
+    A stream not live in a sub-window would add +0.0 to each sum (what the dense numpy form added), so
+    skipping it leaves every sum as it was; ``p_mid`` holds ndtr of pass 1's z-scores, in the same order.
     """
-    n_w, n_a, dt = instance.num_workers, instance.num_apps, instance.sub_window_s
+    n_k, n_w1 = wait_ms.shape
+    c = 0
+    for k in range(n_k):
+        g = g0 + k
+        for i in range(start.shape[0]):
+            if not (start[i] <= g and end[i] >= g):
+                continue
+            w = worker[i] if worker[i] >= 0 else n_w1 - 1
+            queries = rate[i] * dt
+            served = queries * served_share[k, w]
+            z = (base[i] + wait_ms[k, w] - bound[i]) / jitter[i]
+            if z >= CERTAIN_FAIL_Z_HIGH:
+                fail = 1.0
+            elif z > CERTAIN_FAIL_Z_LOW:
+                fail = p_mid[c]
+                c += 1
+            else:
+                fail = 0.0
+            failed = served * fail
+            a = app[i]
+            out_ka[0, k, a] += queries
+            out_ka[1, k, a] += served - failed
+            out_ka[2, k, a] += failed
+            out_ka[3, k, a] += queries - served
+            streams_kw[k, w] += 1.0
+            class_rate[k, class_bin[i]] += rate[i]
+
+
+def _outcomes(
+    instance: Instance, st: Streams, load_kw: np.ndarray, served_qps: np.ndarray, g0: int
+) -> tuple[np.ndarray, ...]:
+    """Per-(sub-window, app) sums of every sub-window of the window starting at global sub-window ``g0``:
+    queries, succeeded, failed, rejected; bound streams per worker; query rate per state class.
+
+    Two compiled passes over the live streams (:func:`_uncertain_z`, :func:`_outcome_sums`) around one numpy
+    ``ndtr`` call on the uncertain z-scores only. Every sum takes its terms in (stream index) order, as the
+    per-sub-window computation before the speed-up did, so the results are identical to it.
+    """
+    n_w, n_a, k_sub = instance.num_workers, instance.num_apps, instance.sub_windows
     cap = instance.worker_capacity_qps
-    n_k = k_hi - k_lo
-    k_col = np.arange(n_k)[:, None]
-    g = g0 + k_lo + k_col
-    live = (st.start_sub <= g) & (st.end_sub >= g)
-    bound = st.worker >= 0
-    load = load_kw[k_lo:k_hi]
     # per-worker tables with an extra column W for unbound streams (served share 0, no wait)
-    served_share = np.zeros((n_k, n_w + 1))
-    served_share[:, :n_w] = np.where(load > cap, cap / np.maximum(load, 1e-12), 1.0)
-    wait_ms = np.zeros((n_k, n_w + 1))
-    wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps[k_lo:k_hi])
-    kw = k_col * (n_w + 1) + np.where(bound, st.worker, n_w)
-    queries = np.where(live, st.rate * dt, 0.0)
-    served = queries * served_share.take(kw)
-    fail = failure_fraction(st.base_ms + wait_ms.take(kw), st.bound_ms, st.jitter_sd_ms)
-    failed = served * fail
-    key = (k_col * n_a + st.app).ravel()
-    size = n_k * n_a
-    q_ka = np.bincount(key, weights=queries.ravel(), minlength=size).reshape(n_k, n_a)
-    s_ka = np.bincount(key, weights=(served - failed).ravel(), minlength=size).reshape(n_k, n_a)
-    f_ka = np.bincount(key, weights=failed.ravel(), minlength=size).reshape(n_k, n_a)
-    r_ka = np.bincount(key, weights=(queries - served).ravel(), minlength=size).reshape(n_k, n_a)
-    streams_kw = np.bincount(kw.ravel(), weights=live.ravel(), minlength=n_k * (n_w + 1))
-    class_rate = np.bincount((k_col * NUM_CLASS_BINS + st.class_bin).ravel(), weights=(live * st.rate).ravel(),
-                             minlength=n_k * NUM_CLASS_BINS).reshape(n_k, NUM_CLASS_BINS)
-    return q_ka, s_ka, f_ka, r_ka, streams_kw.reshape(n_k, n_w + 1)[:, :n_w], class_rate
+    served_share = np.zeros((k_sub, n_w + 1))
+    served_share[:, :n_w] = np.where(load_kw > cap, cap / np.maximum(load_kw, 1e-12), 1.0)
+    wait_ms = np.zeros((k_sub, n_w + 1))
+    wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps)
+    z_mid = np.empty(k_sub * len(st))
+    m = _uncertain_z(g0, st.start_sub, st.end_sub, st.worker, st.base_ms, st.bound_ms, st.jitter_sd_ms, wait_ms, z_mid)
+    out_ka = np.zeros((4, k_sub, n_a))
+    streams_kw = np.zeros((k_sub, n_w + 1))
+    class_rate = np.zeros((k_sub, NUM_CLASS_BINS))
+    _outcome_sums(g0, instance.sub_window_s, st.start_sub, st.end_sub, st.worker, st.rate, st.app, st.class_bin,
+                  st.base_ms, st.bound_ms, st.jitter_sd_ms, served_share, wait_ms, ndtr(z_mid[:m]), out_ka,
+                  streams_kw, class_rate)
+    return out_ka[0], out_ka[1], out_ka[2], out_ka[3], streams_kw[:, :n_w], class_rate
 
 
 def simulate_window(
@@ -367,11 +455,9 @@ def simulate_window(
         + instance.worker_delay_ms[w_ok]
     )
     st.jitter_sd_ms[offset + idx] = instance.jitter_sd_ms_sw[a_sched[idx], w_ok]
-    # --- fluid outcomes of every stream in every sub-window, in blocks of sub-windows (cache-sized)
+    # --- fluid outcomes of every stream in every sub-window (compiled passes around one ndtr call)
     served_qps = np.minimum(load_kw, cap)
-    parts = [_outcomes(instance, st, load_kw, served_qps, state.window * k_sub, lo, min(lo + OUTCOME_BLOCK, k_sub))
-             for lo in range(0, k_sub, OUTCOME_BLOCK)]
-    q_ka, s_ka, f_ka, r_ka, streams_kw, class_rate = (np.concatenate(x) for x in zip(*parts))
+    q_ka, s_ka, f_ka, r_ka, streams_kw, class_rate = _outcomes(instance, st, load_kw, served_qps, state.window * k_sub)
     # cumsum adds the sub-windows' rows one after another, as a running += would
     res = WindowResult(
         streams_kw=streams_kw, served_kw=served_qps, load_kw=load_kw, class_rate_kc=class_rate,
