@@ -219,6 +219,11 @@ def _assert_same(a: Any, b: Any, where: str) -> None:
         ("dc-cloud", 100.0, 5, "switch"),
         ("full-edge", 100.0, 6, "0"),
         ("full-edge", 60.0, 7, "4"),
+        # every policy alone (the compiled binding has one branch per rule)
+        ("full-edge", 60.0, 8, "1"),
+        ("full-edge", 100.0, 9, "2"),
+        ("full-edge", 60.0, 10, "3"),
+        ("co-dc-cloud", 60.0, 11, "6"),
     ],
 )
 def test_aset__fast_simulator_equals_reference(
