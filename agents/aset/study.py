@@ -30,7 +30,8 @@ The claims checked (``claims.csv``; ``holds`` needs the whole 95 % CI of the dif
 * the issue's target: it beats ``reference`` (``periodic_switch``) by at least ``margin`` success;
 * it reads its state: it beats both of its observation ablations.
 
-Writes ``<out>/study.csv`` (one row per load and policy), ``<out>/per_run.csv``, ``<out>/claims.csv``,
+Writes ``<out>/study.csv`` (one row per load and policy), ``<out>/per_run.csv`` (each run's success with and
+without the ablations, its training steps and wall time, and the share of windows per policy it played), ``<out>/claims.csv``,
 ``<out>/study.md``, ``<out>/study.png``, ``<out>/lam<λ>/`` (the runner's files) and ``<out>/command.txt``.
 """
 
@@ -104,6 +105,15 @@ def _per_episode(path: Path) -> dict[str, dict[str, np.ndarray]]:
             for m in METRICS:
                 per_metric[m].append(float(row[m]))
     return {p: {m: np.array(v) for m, v in d.items()} for p, d in values.items()}
+
+
+def _action_shares(path: Path, policy: str) -> dict[str, float]:
+    """Mean share of windows per static policy that ``policy`` played over its episodes (per_episode.csv)."""
+    with path.open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r["policy"] == policy]
+    names = [k[len("share_"):] for k in rows[0] if k.startswith("share_")]
+    shares = {n: float(np.mean([float(r[f"share_{n}"]) for r in rows])) for n in names}
+    return dict(sorted(shares.items(), key=lambda item: -item[1]))
 
 
 def _mean_ci(values: np.ndarray, reps: int) -> tuple[float, float, float]:
@@ -207,6 +217,8 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
                      "steps": steps, "train_wall_s": training_wall_s(run, steps)}
             for label, labels in learned.items():
                 entry[f"{label} success_rate"] = float(episodes[labels[runs.index(run)]]["success_rate"].mean())
+            shares = _action_shares(folder / "per_episode.csv", learned["dqn"][runs.index(run)])
+            entry["dqn actions"] = ", ".join(f"{name} {share:.2f}" for name, share in shares.items() if share > 0)
             per_run.append(entry)
         claims += _claims(float(lam), cfg, rows, matrices, refs, cycle, first=lam == cfg.lams[0])
     out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@ run when it is requested), the same numbers as playing the policy, without the e
 
 Rows: success / failed / rejected rates of the queries (each episode's query-weighted fraction, then mean
 and 95 % CI half-width over all episodes), the success rate per application class, and the mean
-episode length in windows. Files: ``per_episode.csv`` and ``success_over_time.csv`` (mean success
+episode length in windows. ``per_episode.csv`` also has ``share_<policy>``: the share of the episode's
+windows in which each static policy was played (what a learner actually does). Files: ``per_episode.csv`` and ``success_over_time.csv`` (mean success
 fraction per window index).
 """
 

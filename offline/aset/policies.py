@@ -166,6 +166,7 @@ class EpisodeTally:
         self.app_queries = np.zeros(num_apps)
         self.app_succeeded = np.zeros(num_apps)
         self.window_success: list[float] = []
+        self.policy_windows = dict.fromkeys(POLICY_NAMES, 0)
 
     def __call__(self, info: dict[str, Any]) -> None:
         q = float(info["queries"])
@@ -176,6 +177,8 @@ class EpisodeTally:
         self.app_queries += info["class_queries"]
         self.app_succeeded += info["class_success"] * info["class_queries"]
         self.window_success.append(float(info["success"]))
+        if info.get("policy"):
+            self.policy_windows[info["policy"]] += 1
 
     def metrics(self, app_names: tuple[str, ...]) -> dict[str, float]:
         denom = self.queries if self.queries > 0 else 1.0
@@ -185,6 +188,8 @@ class EpisodeTally:
             "rejected_rate": self.rejected / denom,
             "windows": float(len(self.window_success)),
         }
+        played = max(1, sum(self.policy_windows.values()))
+        out |= {f"share_{name}": count / played for name, count in self.policy_windows.items()}  # actions taken
         for a, name in enumerate(app_names):
             q = self.app_queries[a]
             out[f"success_{name}"] = self.app_succeeded[a] / q if q > 0 else float("nan")

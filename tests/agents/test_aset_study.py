@@ -138,7 +138,11 @@ def test_study__rows_claims_and_files_match_the_evaluation(two_runs, tmp_path):
     for name in ("study.csv", "per_run.csv", "claims.csv", "study.md", "study.png", "command.txt"):
         assert (tmp_path / "study" / name).is_file(), name
     with (tmp_path / "study" / "per_run.csv").open() as handle:
-        assert len(list(csv.DictReader(handle))) == 2 * 2  # runs x loads
+        per_run = list(csv.DictReader(handle))
+    assert len(per_run) == 2 * 2  # runs x loads
+    for row in per_run:  # the shares of windows per policy the DQN played sum to 1
+        shares = [float(part.rsplit(" ", 1)[1]) for part in row["dqn actions"].split(", ")]
+        assert sum(shares) == pytest.approx(1.0, abs=0.02)
 
 
 @pytest.mark.parametrize(("field", "value"), [("lams", []), ("lams", [300.0]), ("episodes", 0), ("margin", 2.0),
@@ -182,3 +186,14 @@ def test_training_wall_s__first_line_past_the_steps_else_scaled_from_the_last(tm
     assert training_wall_s(tmp_path, 100) == 10.0
     assert training_wall_s(tmp_path, 400) == pytest.approx(60.0)  # the log stops at 200 steps: 30 s x 400 / 200
     assert np.isnan(training_wall_s(tmp_path / "missing", 100))
+
+
+def test_tally__shares_of_windows_per_policy_played():
+    from offline.aset.policies import EpisodeTally, PeriodicSwitchPolicy
+
+    env = ASETEnv(topology="dc-cloud", horizon=6, theta=0.0)
+    tally = EpisodeTally(env.instance.num_apps)
+    run_episode(env, PeriodicSwitchPolicy(("closest", "farthest", "farthest")), seed=0, on_step=tally)
+    metrics = tally.metrics(env.instance.app_names)
+    assert metrics["share_closest"] == pytest.approx(2 / 6) and metrics["share_farthest"] == pytest.approx(4 / 6)
+    assert sum(v for k, v in metrics.items() if k.startswith("share_")) == pytest.approx(1.0)
