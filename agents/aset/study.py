@@ -38,6 +38,7 @@ without the ablations, its training steps and wall time, and the share of window
 from __future__ import annotations
 
 import csv
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,7 +230,7 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         _write(out / "cycles.csv", [{**row, "sequence": " > ".join(row["sequence"])} for row in cycles])
     (out / "study.md").write_text(markdown(rows, claims, cfg, env_id, len(runs)) + "\n")
     _plot(rows, cfg, out / "study.png")
-    (out / "command.txt").write_text("python -m agents.aset.study " + " ".join(sys.argv[1:]) + "\n" + provenance(out))
+    (out / "command.txt").write_text("python -m agents.aset.study " + shlex.join(sys.argv[1:]) + "\n" + provenance(out))
     return rows, claims
 
 
