@@ -9,6 +9,9 @@ Registered for "ASET-v0" and "ASET-v1" (``offline.aset.policies``):
   farthest): a hand-found, non-adaptive reference showing how much mere mixing of two static
   policies gains (see docs/envs/aset.md).
 
+* ``lookahead_oracle``: clairvoyant rollout over the cycle (each window, the policy whose next ``horizon``
+  windows, simulated on copies of the env with the arrivals to come, succeed best): a reference for the room
+  an adaptive choice has above the cycle, not a fair opponent.
 * ``best_static_hindsight``: per episode, the best of the seven static policies on that same episode
   (an upper bound no single static policy reaches). As a policy it replays the episode seed with each
   static policy on a copy of the env at reset (7x the cost); the evaluation (``offline.aset.evaluation``,
@@ -26,6 +29,7 @@ from offline.aset.policies import (
     HINDSIGHT,
     BestStaticHindsightPolicy,
     EpisodeTally,
+    LookaheadOracle,
     PeriodicSwitchPolicy,
     RandomSwitchPolicy,
     StaticPolicy,
@@ -41,6 +45,7 @@ __all__ = [
     "RATE_COLUMNS",
     "BestStaticHindsightPolicy",
     "EpisodeTally",
+    "LookaheadOracle",
     "PeriodicSwitchPolicy",
     "RandomSwitchPolicy",
     "StaticPolicy",

@@ -138,6 +138,54 @@ class BestStaticHindsightPolicy:
         return self.choice
 
 
+class LookaheadOracle:
+    """Clairvoyant rollout over a cycle (reads the future): each window, the action whose next ``horizon``
+    windows succeed best, the action played first and ``base`` (a cycle, by default periodic_switch's) after.
+
+    Every candidate is simulated on a copy of the env, so it sees the very arrivals the episode will bring
+    (arrivals have their own random stream). Not a learner's opponent but a reference for how much an
+    adaptive choice among the seven policies could gain over the cycle in this model: rollout improves on
+    its base policy, and knowing the arrivals only helps it. Cost: 7 x ``horizon`` extra windows per window.
+    """
+
+    name = "lookahead_oracle"
+
+    def __init__(self, horizon: int = 6, base: tuple[str | int, ...] = ("least_impedance", "least_impedance", "farthest")) -> None:
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise ValueError(f"horizon={horizon!r} is invalid: expected an integer >= 1")
+        self.horizon = horizon
+        self.base = PeriodicSwitchPolicy(base).sequence
+        self._env: gym.Env | None = None
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._env = env.unwrapped
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        import copy
+
+        if self._env is None:
+            raise RuntimeError("reset(env) before act(): the oracle simulates copies of the env")
+        best, best_score = 0, -1.0
+        for action in range(len(POLICY_NAMES)):
+            sim = copy.deepcopy(self._env)
+            queries = succeeded = 0.0
+            for t in range(min(self.horizon, sim.horizon - sim.state.window)):
+                step_action = action if t == 0 else int(self.base[(t - 1) % len(self.base)])
+                _, _, terminated, truncated, step_info = sim.step(step_action)
+                queries += step_info["queries"]
+                succeeded += step_info["success"] * step_info["queries"]
+                if terminated or truncated:
+                    break
+            score = succeeded / queries if queries > 0 else 1.0
+            if score > best_score:
+                best, best_score = action, score
+        return best
+
+
+def _lookahead_oracle(env: gym.Env, **kwargs: Any) -> LookaheadOracle:
+    return LookaheadOracle(**kwargs)
+
+
 def _best_static_hindsight(env: gym.Env, **kwargs: Any) -> BestStaticHindsightPolicy:
     return BestStaticHindsightPolicy()
 
@@ -152,6 +200,7 @@ for _env_id in ENV_IDS:
     register_policy(_env_id, "random_switch")(_random_switch)
     register_policy(_env_id, "periodic_switch")(_periodic_switch)
     register_policy(_env_id, HINDSIGHT)(_best_static_hindsight)
+    register_policy(_env_id, "lookahead_oracle")(_lookahead_oracle)
 
 
 class EpisodeTally:

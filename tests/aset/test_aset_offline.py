@@ -171,3 +171,23 @@ def test_aset__experiment_configs_name_registered_policies_and_env_fields():
         for sweep in cfg.get("sweeps", []):
             assert sweep["parameter"].startswith("env.kwargs.")
             assert sweep["values"] and sweep["metrics"]
+
+
+def test_lookahead_oracle__one_window_horizon_picks_the_best_next_window_by_brute_force():
+    import copy
+
+    from offline.aset.policies import LookaheadOracle
+
+    env = ASETEnv(topology="dc-cloud", horizon=8, theta=0.0)
+    oracle = make_policy("ASET-v0", "lookahead_oracle", env, horizon=1)
+    obs, info = env.reset(seed=4)
+    oracle.reset(env, seed=4)
+    for _ in range(5):
+        successes = []
+        for action in range(len(POLICY_NAMES)):  # the next window of each action, on copies (same arrivals)
+            successes.append(copy.deepcopy(env).step(action)[4]["success"])
+        chosen = oracle.act(obs, info)
+        assert successes[chosen] == max(successes) and chosen == int(np.argmax(successes))
+        obs, _, _, _, info = env.step(chosen)
+    with pytest.raises(ValueError, match="horizon"):
+        LookaheadOracle(horizon=0)
