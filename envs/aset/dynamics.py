@@ -189,7 +189,7 @@ class WindowResult:
 
 
 #: Policies whose keys are fixed per scheduler (action -> (key table, maximise)): closest, farthest, cheaper,
-#: least impedance. Their candidates are walked in key order, so a choice usually looks at one or two workers.
+#: least impedance; load balancing (1) takes the extreme of the worker loads instead.
 _STATIC_EXTREME = {0: ("net_key_sw", False), 2: ("net_key_sw", True), 3: ("e2e_key_sw", True),
                    6: ("e2e_key_sw", False)}
 _LOAD_BALANCING, _RANDOM_LATENCY, _RANDOM_LOAD = 1, 4, 5
@@ -219,80 +219,69 @@ def _pick_cumulative(cand: np.ndarray, weights: np.ndarray, n: int, rng: np.rand
 
 @numba.njit(cache=True)
 def _bind_kernel(
-    policy: int, window: int, k_sub: int, offset: int,
+    policy: int, g0: int, k_sub: int, offset: int,
     start: np.ndarray, end: np.ndarray, worker: np.ndarray, rate: np.ndarray,
-    first_of_sub: np.ndarray, feas: np.ndarray, order: np.ndarray, keys: np.ndarray, inv_e2e: np.ndarray,
-    cap: np.ndarray, cap_eps: np.ndarray, tie_rtol: float, load_eps: float, rng: np.random.Generator,
-    load_kw: np.ndarray,
+    first_of_sub: np.ndarray, feas: np.ndarray, sched: np.ndarray, key_sw: np.ndarray, maximise: bool,
+    e2e_sw: np.ndarray, cap: np.ndarray, cap_eps: np.ndarray, tie_rtol: float, load_eps: float,
+    rng: np.random.Generator, load_kw: np.ndarray,
 ) -> None:
     """The sequential part of :func:`_bind_arrivals`, compiled: per sub-window, the load of the streams live
-    before it (summed in stream order, as ``np.bincount``), then each arrival bound in order by ``policy``.
+    before it, then each arrival bound in order by ``policy``; ``worker`` is written in place.
 
-    ``order``/``keys`` (extreme-key policies) and ``inv_e2e`` (random_latency) are per arrival x worker;
-    ``worker`` is written in place. Every comparison, tolerance, cumulative sum and draw is the Python rules'.
+    The load of sub-window k sums, per worker and in stream order (as ``np.bincount``), the bound streams
+    live before it: the window's earlier streams (one stream-outer pass over all sub-windows), then the
+    arrivals of earlier sub-windows, whose indices are all larger. A choice scans the candidates in worker
+    order and applies the rule of envs/aset/policies.py: the extreme key (``key_sw[scheduler]``, or the load
+    for load balancing) with its relative tie tolerance, or a cumulative random-proportional pick; every
+    comparison, sum and draw from ``rng`` is the rule's.
     """
     n_w = cap.shape[0]
-    extreme = policy == 0 or policy == 2 or policy == 3 or policy == 6
     ties = np.empty(n_w, np.int64)
     weights = np.empty(n_w)
+    keys = np.empty(n_w)
+    base = np.zeros((k_sub, n_w))
+    for i in range(offset):
+        if worker[i] >= 0:
+            for k in range(max(start[i] + 1 - g0, 0), min(end[i] + 1 - g0, k_sub)):
+                base[k, worker[i]] += rate[i]
     load = np.empty(n_w)
-    n_streams = start.shape[0]
     for k in range(k_sub):
-        g = window * k_sub + k
-        load[:] = 0.0
-        for i in range(n_streams):
-            if start[i] < g and end[i] >= g and worker[i] >= 0:
+        g = g0 + k
+        load[:] = base[k]
+        for j in range(first_of_sub[k]):
+            i = offset + j
+            if worker[i] >= 0 and end[i] >= g:
                 load[worker[i]] += rate[i]
         for j in range(first_of_sub[k], first_of_sub[k + 1]):
             r = rate[offset + j]
-            w = -1
-            n_ties = 0
-            if extreme:
-                best = 0.0
-                tol = 0.0
-                for c in range(order.shape[1]):
-                    v = order[j, c]
-                    if not feas[j, v]:
-                        break  # infeasible workers are sorted last
-                    if not load[v] + r <= cap_eps[v]:
-                        continue
-                    if n_ties == 0:
-                        best = keys[j, v]
-                        tol = tie_rtol * max(1.0, abs(best))
-                    elif not abs(keys[j, v] - best) <= tol:
-                        break  # keys only move further from the best from here on
-                    ties[n_ties] = v
-                    n_ties += 1
-                if n_ties > 0:
-                    ties[:n_ties].sort()
-                    w = _pick(ties, n_ties, rng)
+            s = sched[j]
+            n_cand = 0
+            for v in range(n_w):
+                if feas[j, v] and load[v] + r <= cap_eps[v]:
+                    ties[n_cand] = v
+                    n_cand += 1
+            if n_cand == 0:
+                continue
+            if policy == 4 or policy == 5:
+                for c in range(n_cand):
+                    v = ties[c]
+                    weights[c] = 1.0 / e2e_sw[s, v] if policy == 4 else cap[v] / max(load[v], load_eps)
+                w = _pick_cumulative(ties, weights, n_cand, rng)
             else:
-                n_cand = 0
-                for v in range(n_w):
-                    if feas[j, v] and load[v] + r <= cap_eps[v]:
-                        ties[n_cand] = v
-                        n_cand += 1
-                if n_cand > 0 and policy == 1:
-                    best = load[ties[0]]
-                    for c in range(1, n_cand):
-                        best = min(best, load[ties[c]])
-                    tol = tie_rtol * max(1.0, abs(best))
-                    for c in range(n_cand):
-                        if abs(load[ties[c]] - best) <= tol:
-                            ties[n_ties] = ties[c]
-                            n_ties += 1
-                    w = _pick(ties, n_ties, rng)
-                elif n_cand > 0 and policy == 4:
-                    for c in range(n_cand):
-                        weights[c] = inv_e2e[j, ties[c]]
-                    w = _pick_cumulative(ties, weights, n_cand, rng)
-                elif n_cand > 0 and policy == 5:
-                    for c in range(n_cand):
-                        weights[c] = cap[ties[c]] / max(load[ties[c]], load_eps)
-                    w = _pick_cumulative(ties, weights, n_cand, rng)
-            if w >= 0:
-                load[w] += r
-                worker[offset + j] = w
+                for c in range(n_cand):
+                    keys[c] = load[ties[c]] if policy == 1 else key_sw[s, ties[c]]
+                best = keys[0]
+                for c in range(1, n_cand):
+                    best = max(best, keys[c]) if maximise else min(best, keys[c])
+                tol = tie_rtol * max(1.0, abs(best))
+                n_ties = 0
+                for c in range(n_cand):
+                    if abs(keys[c] - best) <= tol:
+                        ties[n_ties] = ties[c]
+                        n_ties += 1
+                w = _pick(ties, n_ties, rng)
+            load[w] += r
+            worker[offset + j] = w
         load_kw[k, :] = load
 
 
@@ -310,83 +299,72 @@ def _bind_arrivals(
     Sequential by nature: each binding raises the load the next arrival's capacity check (2) sees. The
     load at the start of sub-window k is the bound rate of the streams live before it; the arrivals of k
     then add to it in arrival order, so the (K, W) loads returned equal a bincount over every stream live in k.
-    What depends only on the arrival (static feasibility (1), (3), (4), its key order) is computed here in
-    numpy, once per window; the loop runs in the compiled :func:`_bind_kernel`, which applies the rules of
-    envs/aset/policies.py exactly as the one-arrival specification ``_reference_choose_worker``
-    (tests/aset/test_aset_fast_equals_reference.py) does, with the same draws from ``choice_rng``.
+    Static feasibility (1), (3), (4) is computed here in numpy, once per window; the loop runs in the
+    compiled :func:`_bind_kernel`, which applies the rules of envs/aset/policies.py exactly as the one-arrival
+    specification ``_reference_choose_worker`` (tests/aset/test_aset_fast_equals_reference.py) does, with the
+    same draws from ``choice_rng``.
     """
     if policy not in range(7):
         raise ValueError(f"policy={policy!r} is invalid: expected an integer in [0, 6]")
-    k_sub, n_w = instance.sub_windows, instance.num_workers
+    k_sub = instance.sub_windows
     cap = instance.worker_capacity_qps
-    feas = static_feasibility(instance, arr)
-    sched = arr.streams.scheduler
-    n_arr = len(arr.streams)
-    if policy in _STATIC_EXTREME:
-        table, maximise = _STATIC_EXTREME[policy]
-        keys = getattr(instance, table)[sched]
-        order = np.argsort(np.where(feas, -keys if maximise else keys, np.inf), axis=1, kind="stable")
-    else:
-        keys, order = np.zeros((n_arr, 1)), np.zeros((n_arr, 1), dtype=np.int64)  # unused by these policies
-    inv_e2e = 1.0 / instance.e2e_key_sw[sched] if policy == _RANDOM_LATENCY else np.zeros((n_arr, 1))
+    table, maximise = _STATIC_EXTREME.get(policy, ("e2e_key_sw", False))  # policies 1, 4, 5 ignore the table
     first_of_sub = np.searchsorted(arr.streams.start_sub, window * k_sub + np.arange(k_sub + 1))
-    load_kw = np.empty((k_sub, n_w))
-    _bind_kernel(policy, window, k_sub, offset, st.start_sub, st.end_sub, st.worker, st.rate, first_of_sub,
-                 feas, order, keys, inv_e2e, cap, cap + 1e-9, TIE_RTOL, LOAD_EPS_QPS, choice_rng, load_kw)
+    load_kw = np.empty((k_sub, instance.num_workers))
+    _bind_kernel(policy, window * k_sub, k_sub, offset, st.start_sub, st.end_sub, st.worker, st.rate, first_of_sub,
+                 static_feasibility(instance, arr), arr.streams.scheduler, getattr(instance, table), maximise,
+                 instance.e2e_key_sw, cap, cap + 1e-9, TIE_RTOL, LOAD_EPS_QPS, choice_rng, load_kw)
     return load_kw
 
 
 @numba.njit(cache=True)
-def _uncertain_z(g0: int, start: np.ndarray, end: np.ndarray, worker: np.ndarray, base: np.ndarray,
-                 bound: np.ndarray, jitter: np.ndarray, wait_ms: np.ndarray, z_mid: np.ndarray) -> int:
-    """Pass 1 of the outcomes: the z-scores of the failure fraction (:func:`failure_fraction`) that are neither
-    certainly 0 nor certainly 1, of every stream live in each sub-window, in (sub-window, stream) order, into
-    ``z_mid``; returns their count. ``ndtr`` (scipy's, not compiled) is then applied to them in numpy."""
+def _fail_fractions(g0: int, start: np.ndarray, end: np.ndarray, worker: np.ndarray, base: np.ndarray,
+                    bound: np.ndarray, jitter: np.ndarray, wait_ms: np.ndarray, fail: np.ndarray,
+                    mid_at: np.ndarray, z_mid: np.ndarray) -> int:
+    """Pass 1 of the outcomes: the failure fraction (:func:`failure_fraction`) of every stream in each
+    sub-window it is live in, in (stream, sub-window) order, into ``fail``. Where it is neither certainly 0
+    nor certainly 1, the z-score goes to ``z_mid`` and its position to ``mid_at`` instead (returns their
+    count), for one numpy ``ndtr`` call (scipy's, not compiled) to fill in."""
     n_k, n_w1 = wait_ms.shape
-    m = 0
-    for k in range(n_k):
-        g = g0 + k
-        for i in range(start.shape[0]):
-            if start[i] <= g and end[i] >= g:
-                w = worker[i] if worker[i] >= 0 else n_w1 - 1
-                z = (base[i] + wait_ms[k, w] - bound[i]) / jitter[i]
-                if z > CERTAIN_FAIL_Z_LOW and z < CERTAIN_FAIL_Z_HIGH:
-                    z_mid[m] = z
-                    m += 1
+    c = m = 0
+    for i in range(start.shape[0]):
+        w = worker[i] if worker[i] >= 0 else n_w1 - 1
+        for k in range(max(start[i] - g0, 0), min(end[i] - g0 + 1, n_k)):
+            z = (base[i] + wait_ms[k, w] - bound[i]) / jitter[i]
+            if z >= CERTAIN_FAIL_Z_HIGH:
+                fail[c] = 1.0
+            elif z > CERTAIN_FAIL_Z_LOW:
+                mid_at[m] = c
+                z_mid[m] = z
+                m += 1
+            else:
+                fail[c] = 0.0
+            c += 1
     return m
 
 
 @numba.njit(cache=True)
 def _outcome_sums(g0: int, dt: float, start: np.ndarray, end: np.ndarray, worker: np.ndarray, rate: np.ndarray,
-                  app: np.ndarray, class_bin: np.ndarray, base: np.ndarray, bound: np.ndarray, jitter: np.ndarray,
-                  served_share: np.ndarray, wait_ms: np.ndarray, p_mid: np.ndarray, out_ka: np.ndarray,
-                  streams_kw: np.ndarray, class_rate: np.ndarray) -> None:
+                  app: np.ndarray, class_bin: np.ndarray, served_share: np.ndarray, fail: np.ndarray,
+                  out_ka: np.ndarray, streams_kw: np.ndarray, class_rate: np.ndarray) -> None:
     """Pass 2: per sub-window, the queries, succeeded, failed and rejected per app (``out_ka[0..3]``), the
     streams per worker and the query rate per state class, summed over live streams in stream order.
 
     A stream not live in a sub-window would add +0.0 to each sum (what the dense numpy form added), so
-    skipping it leaves every sum as it was; ``p_mid`` holds ndtr of pass 1's z-scores, in the same order.
+    skipping it leaves every sum as it was. Streams are the outer loop (each visits only the sub-windows it
+    is live in); every (sub-window, app/worker/class) cell still receives its terms in stream order.
+    ``fail`` holds pass 1's failure fractions, in the same (stream, sub-window) order.
     """
-    n_k, n_w1 = wait_ms.shape
+    n_k, n_w1 = served_share.shape
     c = 0
-    for k in range(n_k):
-        g = g0 + k
-        for i in range(start.shape[0]):
-            if not (start[i] <= g and end[i] >= g):
-                continue
-            w = worker[i] if worker[i] >= 0 else n_w1 - 1
+    for i in range(start.shape[0]):
+        w = worker[i] if worker[i] >= 0 else n_w1 - 1
+        a = app[i]
+        for k in range(max(start[i] - g0, 0), min(end[i] - g0 + 1, n_k)):
             queries = rate[i] * dt
             served = queries * served_share[k, w]
-            z = (base[i] + wait_ms[k, w] - bound[i]) / jitter[i]
-            if z >= CERTAIN_FAIL_Z_HIGH:
-                fail = 1.0
-            elif z > CERTAIN_FAIL_Z_LOW:
-                fail = p_mid[c]
-                c += 1
-            else:
-                fail = 0.0
-            failed = served * fail
-            a = app[i]
+            failed = served * fail[c]
+            c += 1
             out_ka[0, k, a] += queries
             out_ka[1, k, a] += served - failed
             out_ka[2, k, a] += failed
@@ -401,9 +379,9 @@ def _outcomes(
     """Per-(sub-window, app) sums of every sub-window of the window starting at global sub-window ``g0``:
     queries, succeeded, failed, rejected; bound streams per worker; query rate per state class.
 
-    Two compiled passes over the live streams (:func:`_uncertain_z`, :func:`_outcome_sums`) around one numpy
-    ``ndtr`` call on the uncertain z-scores only. Every sum takes its terms in (stream index) order, as the
-    per-sub-window computation before the speed-up did, so the results are identical to it.
+    Two compiled passes over the live streams (:func:`_fail_fractions`, :func:`_outcome_sums`) around one
+    numpy ``ndtr`` call on the uncertain z-scores only. Every sum takes its terms in (stream index) order, as
+    the per-sub-window computation before the speed-up did, so the results are identical to it.
     """
     n_w, n_a, k_sub = instance.num_workers, instance.num_apps, instance.sub_windows
     cap = instance.worker_capacity_qps
@@ -412,14 +390,16 @@ def _outcomes(
     served_share[:, :n_w] = np.where(load_kw > cap, cap / np.maximum(load_kw, 1e-12), 1.0)
     wait_ms = np.zeros((k_sub, n_w + 1))
     wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps)
-    z_mid = np.empty(k_sub * len(st))
-    m = _uncertain_z(g0, st.start_sub, st.end_sub, st.worker, st.base_ms, st.bound_ms, st.jitter_sd_ms, wait_ms, z_mid)
+    size = k_sub * len(st)
+    fail, mid_at, z_mid = np.empty(size), np.empty(size, dtype=np.int64), np.empty(size)
+    m = _fail_fractions(g0, st.start_sub, st.end_sub, st.worker, st.base_ms, st.bound_ms, st.jitter_sd_ms, wait_ms,
+                        fail, mid_at, z_mid)
+    fail[mid_at[:m]] = ndtr(z_mid[:m])
     out_ka = np.zeros((4, k_sub, n_a))
     streams_kw = np.zeros((k_sub, n_w + 1))
     class_rate = np.zeros((k_sub, NUM_CLASS_BINS))
     _outcome_sums(g0, instance.sub_window_s, st.start_sub, st.end_sub, st.worker, st.rate, st.app, st.class_bin,
-                  st.base_ms, st.bound_ms, st.jitter_sd_ms, served_share, wait_ms, ndtr(z_mid[:m]), out_ka,
-                  streams_kw, class_rate)
+                  served_share, fail, out_ka, streams_kw, class_rate)
     return out_ka[0], out_ka[1], out_ka[2], out_ka[3], streams_kw[:, :n_w], class_rate
 
 
