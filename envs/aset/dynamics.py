@@ -14,7 +14,7 @@ No gymnasium here. Every latency formula lives once in this module:
 
 The two loops over streams, the sequential binding of arriving streams (each binding changes the loads
 the next one sees) and the per-sub-window outcome sums, are compiled with numba (``cache=True``: compiled
-once per machine, about 10 s, then loaded from ``__pycache__``); they keep every comparison, draw and
+once per machine, about 5 s, then loaded from ``__pycache__`` in about 0.3 s); they keep every comparison, draw and
 summation order of the numpy/Python code they replaced, so results are bit-identical to it
 (tests/aset/test_aset_fast_equals_reference.py).
 """
