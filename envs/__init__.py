@@ -34,6 +34,7 @@ register_problem(Problem(
     evaluation="offline.uec.evaluation:HOOK",
     episode_bound="offline.uec.evaluation:LPBound",
     presets="envs.uec.generator:PRESETS",
+    ladder="offline.uec.ladder:SPEC",
 ))
 register_problem(Problem(
     env_id="OINC-v0",
@@ -42,6 +43,7 @@ register_problem(Problem(
     policies="offline.oinc",
     evaluation="offline.oinc.evaluation:HOOK",
     presets="envs.oinc.generator:PRESETS",
+    ladder="offline.oinc.ladder:SPEC",
 ))
 register_problem(Problem(
     env_id="ASET-v0",
@@ -58,6 +60,7 @@ register_problem(Problem(
     policies="offline.aset",
     evaluation="offline.aset.evaluation:HOOK_V1",
     presets="envs.aset.generator:TOPOLOGIES",
+    ladder="offline.aset.ladder:SPEC",
 ))
 register_problem(Problem(
     env_id="CoRaiS-v0",
@@ -74,6 +77,7 @@ register_problem(Problem(
     policies="offline.corais",
     evaluation="offline.corais.evaluation:HOOK_V1",
     presets="envs.corais.generator:PRESETS",
+    ladder="offline.corais.ladder:SPEC",
 ))
 
 #: The suite's env ids, derived from the problem registry.

@@ -13,6 +13,8 @@ from ``offline`` or ``agents``), everything the rest of the suite needs to know 
 | ``evaluation``     | ``"module:attr"`` of the problem's evaluation hook (``offline.runner``)        |
 | ``episode_bound``  | ``"module:attr"`` of a factory of an upper bound on an episode's return, for  |
 |                    | the learning curves' ``env/competitive_ratio`` (``agents.callbacks``)         |
+| ``ladder``         | ``"module:attr"`` of the env's ``offline.ladder_spec.LadderSpec`` (the        |
+|                    | reference ladder, ``offline.ladder``); None: the env has no ladder            |
 
 Adding a problem = one :func:`register_problem` call (here for the suite's own four) plus its folders
 ``envs/<p>/``, ``offline/<p>/``, ``conf/env/<config>.yaml`` and ``tests/<p>/``.
@@ -42,6 +44,7 @@ class Problem:
     evaluation: str | None = None
     episode_bound: str | None = None
     presets: str | None = None
+    ladder: str | None = None
     vector_entry_point: str | None = None
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
@@ -52,7 +55,7 @@ class Problem:
                 raise ValueError(f"Problem.{name}={value!r} is invalid: expected a non-empty string")
         if ":" not in self.entry_point:
             raise ValueError(f"Problem.entry_point={self.entry_point!r} is invalid: expected 'module:Class'")
-        for name in ("evaluation", "episode_bound", "presets"):
+        for name in ("evaluation", "episode_bound", "presets", "ladder"):
             value = getattr(self, name)
             if value is not None and ":" not in value:
                 raise ValueError(f"Problem.{name}={value!r} is invalid: expected 'module:attr' or None")

@@ -47,7 +47,7 @@ from offline.protocol import EpisodeResult, Policy, episode_seed, run_episode
 from offline.registry import make_policy
 from offline.stats import mean_ci95
 
-__all__ = ["Entry", "EvaluationHook", "Resolver", "Run", "evaluate", "get_hook", "write_csv"]
+__all__ = ["Entry", "EvaluationHook", "Resolver", "Run", "evaluate", "get_hook", "read_csv", "write_csv"]
 
 #: ``resolve(env_id, name_or_run, env, **kwargs) -> Policy``
 Resolver = Callable[..., Policy]
@@ -83,6 +83,13 @@ class Run:
     wrappers: tuple[str, ...] = ()
     entries: list[Entry] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    #: First instance seed (None: ``seed``); lets an evaluation pin instances apart from its episode seeds,
+    #: e.g. held-out episodes of the training instance (``offline.partition``).
+    instance_base: int | None = None
+
+    def instance_seed(self, instance: int) -> int:
+        """The seed that draws instance ``instance``: ``instance_base + instance`` (default ``seed + instance``)."""
+        return (self.seed if self.instance_base is None else self.instance_base) + instance
 
 
 class EvaluationHook:
@@ -262,6 +269,7 @@ def evaluate(
     resolve: Resolver | None = None,
     policy_kwargs: dict[str, dict[str, Any]] | None = None,
     wrappers: Sequence[str] = (),
+    instance_base: int | None = None,
     **problem_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Evaluate ``policies`` on ``env_id`` (contract 3); one summary row per policy.
@@ -269,12 +277,16 @@ def evaluate(
     Instances ``0..instances-1`` (the hook says how instance i is drawn, e.g. ``instance_seed = seed + i``)
     each get ``episodes`` episodes per policy on the same seeds. ``resolve`` makes a policy from a name
     (default :func:`offline.registry.make_policy`); ``policy_kwargs`` maps a name to its factory kwargs;
-    ``wrappers`` (``"module:Class"``) wrap each env; ``problem_kwargs`` are the hook's ``options``.
+    ``wrappers`` (``"module:Class"``) wrap each env; ``instance_base`` (default ``seed``) is the seed of
+    instance 0 (:meth:`Run.instance_seed`), so episodes and instances can be chosen apart;
+    ``problem_kwargs`` are the hook's ``options``.
     """
     hook = get_hook(env_id)
     instances = _count("instances", instances, 1)
     episodes = _count("episodes", episodes, 1)
     seed = _count("seed", seed, 0)
+    if instance_base is not None:
+        instance_base = _count("instance_base", instance_base, 0)
     policies = [str(p) for p in policies]
     if not policies:
         raise ValueError("policies=[] is invalid: expected at least one policy name or run folder")
@@ -296,6 +308,7 @@ def evaluate(
         policy_kwargs=dict(policy_kwargs or {}),
         resolve=resolve or make_policy,
         wrappers=tuple(str(w) for w in wrappers),
+        instance_base=instance_base,
     )
     hook.prepare(run)
     run.out_dir.mkdir(parents=True, exist_ok=True)
@@ -367,3 +380,22 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def read_csv(path: Path | str) -> list[dict[str, Any]]:
+    """Rows of a CSV written by :func:`write_csv`, with numbers (and True/False) converted back."""
+
+    def convert(text: str) -> Any:
+        if text in ("True", "False"):
+            return text == "True"
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+    with open(path, newline="") as handle:
+        return [{k: convert(v) for k, v in row.items()} for row in csv.DictReader(handle)]

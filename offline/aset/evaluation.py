@@ -64,7 +64,7 @@ class ASETHook(EvaluationHook):
         return [Entry(name, name) for name in names]
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
-        env = self.env_cls(**run.env_kwargs, instance_seed=run.seed + instance)
+        env = self.env_cls(**run.env_kwargs, instance_seed=run.instance_seed(instance))
         run.state["app_names"] = env.instance.app_names
         return env
 

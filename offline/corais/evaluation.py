@@ -88,7 +88,7 @@ class CoRaiSHook(EvaluationHook):
         return gym.make(run.env_id, **run.env_kwargs)
 
     def seeds(self, run: Run, instance: int, episode: int) -> tuple[int, int]:
-        inst_seed = run.seed + instance
+        inst_seed = run.instance_seed(instance)
         return inst_seed, inst_seed * 1000 + episode
 
     def instance_context(self, run: Run, instance: int, env: gym.Env) -> dict[str, Any]:
@@ -96,7 +96,7 @@ class CoRaiSHook(EvaluationHook):
         context: dict[str, Any] = {"ref_cost": np.nan, "cached": {}, "dual_bound": np.nan, "ref_optimal": False}
         if run.options["reference"] == "exact":
             reference_policy = run.state["reference_policy"]
-            res = run_episode(env, reference_policy, seed=run.seed + instance, time_decisions=True)
+            res = run_episode(env, reference_policy, seed=run.instance_seed(instance), time_decisions=True)
             ok = reference_policy.solved
             context["ref_cost"] = res.final_info["cost"] if ok else np.nan
             context["cached"][reference_policy.name] = (res.final_info, res.decision_seconds[0], ok)
@@ -105,7 +105,7 @@ class CoRaiSHook(EvaluationHook):
                 context["dual_bound"] = solve.bound
                 context["ref_optimal"] = bool(solve.optimal)
         else:
-            env.reset(seed=run.seed + instance)
+            env.reset(seed=run.instance_seed(instance))
         context["backlog_bound"] = backlog_bound(env.unwrapped.instance)
         context["fluid_bound"] = fluid_bound(env.unwrapped.instance)
         return context

@@ -162,7 +162,7 @@ class OINCHook(EvaluationHook):
         return instance, entry.index  # a fresh env per pair (its retraining controller) and instance
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
-        return OINCEnv(**run.env_kwargs, retraining=entry.extra["controller"], instance_seed=run.seed + instance)
+        return OINCEnv(**run.env_kwargs, retraining=entry.extra["controller"], instance_seed=run.instance_seed(instance))
 
     def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,
              context: Any) -> dict[str, Any]:

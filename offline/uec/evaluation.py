@@ -98,7 +98,7 @@ class UECHook(EvaluationHook):
         run.state.update(series={}, bounds=[], act_times={name: [] for name in run.policies})
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
-        return gym.make(ENV_ID, **{**run.env_kwargs, "instance_seed": run.seed + instance})
+        return gym.make(ENV_ID, **{**run.env_kwargs, "instance_seed": run.instance_seed(instance)})
 
     def seeds(self, run: Run, instance: int, episode: int) -> tuple[int, int]:
         return episode_seeds(run.seed, instance, episode)

@@ -1,0 +1,79 @@
+"""``python evaluate.py experiment=ladder``: the reference ladder of every env, learners included.
+
+The ladder itself is :mod:`offline.ladder` (it plays every rung through the one evaluation runner); this module
+adds what offline may not import: the shipped learners (``pretrained:<name>`` of each env, from
+``agents/pretrained/``) and ``agents.loading.resolve_policy`` to load them.
+
+Keys (``conf/experiment/ladder.yaml``): ``ladder_envs`` (``all`` or a list of env ids), ``quick`` (the CI
+size), ``publish`` (refresh the checked-in ``results/ladder/``, ``docs/leaderboard.md`` and README's table;
+without it nothing checked in changes) and ``out`` (default ``outputs/ladder/``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from agents.loading import PRETRAINED_DIR, pretrained_agents, resolve_policy
+from offline import ladder
+from offline.provenance import ROOT, parse_bool
+
+__all__ = ["pretrained_learners", "run_from_config", "run_ladder"]
+
+#: The keys experiment=ladder reads (besides evaluate.py's own, which it ignores).
+LADDER_KEYS = ("ladder_envs", "quick", "publish", "out")
+
+
+def pretrained_learners(env_id: str) -> dict[str, str]:
+    """``pretrained:<name>`` -> run folder of every shipped agent trained on ``env_id``."""
+    out = {}
+    for name in pretrained_agents():
+        folder = PRETRAINED_DIR / name
+        config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+        if (config.get("env") or {}).get("id") == env_id:
+            out[f"pretrained:{name}"] = str(folder)
+    return out
+
+
+def _env_ids(value: Any) -> list[str]:
+    valid = ladder.ladder_env_ids()
+    if value in (None, "all"):
+        return valid
+    ids = [value] if isinstance(value, str) else list(value)
+    unknown = [v for v in ids if v not in valid]
+    if unknown or not ids:
+        raise ValueError(f"ladder_envs={value!r} is invalid: expected 'all' or a list of {valid}")
+    return ids
+
+
+def run_ladder(env_ids: list[str], *, quick: bool, out: Path, publish: bool, command: str) -> Path:
+    """Run the ladder of ``env_ids`` into ``out``; with ``publish`` refresh the checked-in files."""
+    start = time.perf_counter()
+    for env_id in env_ids:
+        ladder.run_env(env_id, out, quick=quick, learners=pretrained_learners(env_id), resolve=resolve_policy)
+    ladder.write_command(out, command, quick, time.perf_counter() - start, env_ids)
+    print(f"[ladder] wrote {out}", flush=True)
+    if publish:
+        ladder.publish(out)
+    return out
+
+
+def run_from_config(cfg: DictConfig) -> Path:
+    """evaluate.py's runner for ``experiment=ladder``."""
+    value = cfg.get("ladder_envs", "all")
+    env_ids = _env_ids(OmegaConf.to_container(value) if OmegaConf.is_config(value) else value)
+    quick = parse_bool("quick", cfg.get("quick", False))
+    publish = parse_bool("publish", cfg.get("publish", False))
+    if publish and quick:
+        raise ValueError("publish=true with quick=true is refused: the checked-in ladder comes from a full run")
+    out = Path(cfg.out) if cfg.get("out") else ROOT / "outputs" / "ladder"
+    parts = ["python evaluate.py experiment=ladder"]
+    if quick:
+        parts.append("quick=true")
+    if value != "all":
+        parts.append(f"ladder_envs=[{','.join(env_ids)}]")
+    return run_ladder(env_ids, quick=quick, out=out, publish=publish, command=" ".join(parts))

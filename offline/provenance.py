@@ -1,0 +1,82 @@
+"""Where a generated number came from: the commit, the machine, the date and the command (one copy)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+#: The repository root (the folder holding envs/, offline/, agents/).
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """The short commit of ``root``, with ``+dirty`` when tracked files differ; ``unknown`` outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+
+
+def machine() -> str:
+    """CPU architecture, core count and Python version."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}"
+
+
+def utc_now() -> str:
+    return f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}"
+
+
+def command_line(module: str | None = None) -> str:
+    """The command that is running, as a user would type it (``python -m module args``)."""
+    args = " ".join(shlex.quote(a) for a in sys.argv[1:])
+    head = f"python -m {module}" if module else "python " + shlex.quote(Path(sys.argv[0]).name)
+    return f"{head} {args}".strip()
+
+
+def parse_key_values(argv: list[str], allowed: dict[str, str]) -> dict[str, str]:
+    """``key=value`` arguments; raises ValueError naming an unknown key or a malformed argument and the valid
+    keys (``allowed``: key -> one-line help), before anything runs."""
+    out: dict[str, str] = {}
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        key = key.lstrip("+")
+        if not sep or not key:
+            raise ValueError(f"argument {arg!r} is invalid: expected key=value with key in {sorted(allowed)}")
+        if key not in allowed:
+            raise ValueError(f"{key}={value!r} is not a known key; valid keys: {sorted(allowed)}")
+        out[key] = value
+    return out
+
+
+def parse_bool(name: str, value: str | bool) -> bool:
+    """``true``/``false`` (any case) as a bool; anything else raises naming ``name``."""
+    if isinstance(value, bool):
+        return value
+    lowered = str(value).strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{name}={value!r} is invalid: expected true or false")
+
+
+def parse_count(name: str, value: str | int, minimum: int = 1) -> int:
+    """An integer >= ``minimum``; anything else raises naming ``name``."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = minimum - 1
+    if number < minimum or str(value).strip().lstrip("+") != str(number):
+        raise ValueError(f"{name}={value!r} is invalid: expected an integer >= {minimum}")
+    return number
