@@ -269,7 +269,7 @@ def _fmt(value: Any, digits: int = 4) -> str:
 
 
 def _env_anchor(env_id: str) -> str:
-    return env_id.lower().replace("-", "")
+    return env_id.lower()  # "## UEC-v0" -> #uec-v0 (mkdocs' and GitHub's slugs)
 
 
 def render_page(results: Path = RESULTS) -> str:
