@@ -64,7 +64,7 @@ CONF = ROOT / "conf"
 PAPERS: dict[str, str] = {
     "rescue": "RESCUE: retraining on under-utilised edge computing resources (UEC-v0)",
     "oinc": "OINC: online inference with continuous learning (OINC-v0)",
-    "aset": "ASET: adaptive stream-scheduling policies per time window (ASET-v0)",
+    "aset": "ASET: adaptive stream-scheduling policies per time window (ASET-v0, ASET-v1)",
     "corais": "CoRaiS: cooperative request dispatching over multiple edges (CoRaiS-v0, CoRaiS-v1)",
 }
 KINDS = ("value", "range", "bound", "best", "trend", "paired", "best_differs", "not_run")
