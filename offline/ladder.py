@@ -75,7 +75,8 @@ COLUMNS = ("env_id", "set", "rung", "policy", "n", "mean", "ci95", "normalised",
 
 
 def evaluation_sets(spec: LadderSpec, quick: bool) -> list[tuple[partition.EvaluationSet, str, dict[str, Any]]]:
-    """(set, label, env kwargs) of every set the ladder plays for ``spec``."""
+    """(set, label, env kwargs) of every set the ladder plays for ``spec``; a variant's label is
+    ``held_out_instances@<variant>``."""
     train_eps = spec.quick_training_episodes if quick else spec.training_episodes
     instances = spec.quick_held_out_instances if quick else spec.held_out_instances
     episodes = spec.quick_held_out_episodes if quick else spec.held_out_episodes
@@ -123,6 +124,9 @@ def ladder_rows(
         for column in spec.extra_columns:
             if column in row and row[column] != "":
                 extras.setdefault(name, {}).setdefault(column, []).append(float(row[column]))
+        for column, name in spec.bound_columns.items():
+            if column in row and row[column] != "":
+                values.setdefault(name, {}).setdefault(key, float(row[column]))
     for row in bound_rows:
         key = (int(row["instance"]), int(row.get("episode", 0)))
         for name in spec.bound_names:
@@ -208,9 +212,9 @@ def run_env(
     all_rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for eval_set, label, env_kwargs in evaluation_sets(spec, quick):
-        variant = label != "held_out_instances" and label != "training_instance"
-        policies = [p for p in spec.policies() if not (variant and p in spec.variant_skip)]
-        played = policies + [path for name, path in learners.items() if not (variant and name in spec.variant_skip)]
+        skip = spec.skipped(label.partition("@")[2] or None)
+        played = [p for p in spec.policies() if p not in skip]
+        played += [path for name, path in learners.items() if name not in skip]
         labels = {path: name for name, path in learners.items()}
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:

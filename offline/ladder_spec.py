@@ -45,7 +45,11 @@ class TuningSpec:
     #: env kwargs of the tuning runs (default: the ladder's)
     env_kwargs: Mapping[str, Any] | None = None
     #: None: maximise (or minimise, per ``LadderSpec.higher_is_better``) the mean of ``LadderSpec.metric``
+    #: over every row (of every setting)
     objective: ObjectiveFn | None = None
+    #: env kwargs overrides, each played on the same tuning instances (e.g. several loads, so that one parameter
+    #: serves them all); rows carry ``"setting"`` (the index). Empty: the env kwargs alone.
+    settings: tuple[Mapping[str, Any], ...] = ()
     #: trials of ``quick=true`` (the tests' determinism check uses it)
     quick_trials: int = 4
 
@@ -72,6 +76,9 @@ class LadderSpec:
     #: rung 5: clairvoyant numbers per episode (see :data:`BoundFn`); ``bound_names`` lists what it returns
     bounds: BoundFn | None = None
     bound_names: tuple[str, ...] = ()
+    #: clairvoyant numbers the problem's hook already writes per episode: column -> row name (the row name is
+    #: classified by ``bound_names`` / ``proven_bounds`` too), e.g. UEC's ``lp_bound`` -> ``opt_lp``
+    bound_columns: Mapping[str, str] = field(default_factory=dict)
     #: which bound names are proven bounds (no policy can beat them); the others are references
     proven_bounds: tuple[str, ...] = ()
     #: one-line description of each non-paper row (ours, references, bounds) for the Leaderboard page
@@ -92,9 +99,18 @@ class LadderSpec:
     quick_held_out_episodes: int = 1
     #: extra held-out sets at other env settings: name -> env kwargs (e.g. CoRaiS at other scales)
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    #: policies left out of ``variants`` (e.g. a solver too slow at a larger scale)
-    variant_skip: tuple[str, ...] = ()
+    #: policies left out of ``variants`` (e.g. a solver too slow at a larger scale): a tuple for every variant,
+    #: or variant name -> tuple
+    variant_skip: tuple[str, ...] | Mapping[str, tuple[str, ...]] = ()
     tuning: tuple[TuningSpec, ...] = ()
+
+    def skipped(self, variant: str | None) -> tuple[str, ...]:
+        """Policies (and learner labels) not played on ``variant`` (None: the main sets play everything)."""
+        if variant is None:
+            return ()
+        if isinstance(self.variant_skip, Mapping):
+            return tuple(self.variant_skip.get(variant, ()))
+        return tuple(self.variant_skip)
 
     def policies(self) -> list[str]:
         """Every policy rung, bottom to top (learners from ``pretrained:`` are added by the caller)."""

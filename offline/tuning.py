@@ -129,11 +129,16 @@ def tune(env_id: str, tuning: TuningSpec, *, trials: int, seed: int = 0) -> tupl
     study = optuna.create_study(direction=direction, sampler=optuna.samplers.TPESampler(seed=seed))
     log_rows: list[dict[str, Any]] = []
 
+    settings = [dict(s) for s in tuning.settings] or [{}]
+
     def objective(trial: Any) -> float:
         params = tuning.space(trial)
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = play_rows(spec, [tuning.policy], eval_set, Path(tmp), env_kwargs=env_kwargs,
-                             policy_kwargs={tuning.policy: params})
+        rows: list[dict[str, Any]] = []
+        for index, setting in enumerate(settings):
+            with tempfile.TemporaryDirectory() as tmp:
+                played = play_rows(spec, [tuning.policy], eval_set, Path(tmp), env_kwargs={**env_kwargs, **setting},
+                                   policy_kwargs={tuning.policy: params})
+            rows += [{**row, "setting": index} for row in played]
         value = _score(spec, tuning, rows)
         log_rows.append({"trial": trial.number, **params, "objective": value})
         return value

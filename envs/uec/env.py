@@ -291,9 +291,17 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         # slots whose reserved work (backlog or a release) a retraining block would displace, (T, K)
         self._reserved_work = inst.reserved_releases.T + self._state.backlog[:-1] > 0
         obs, info = self._observe()
+        self._closed = False
         return obs, info
 
+    def close(self) -> None:
+        """Release the episode; ``step()`` then raises RuntimeError until the next ``reset()``."""
+        self._closed = True
+        super().close()
+
     def step(self, action: Any):
+        if getattr(self, "_closed", False):
+            raise RuntimeError("step() after close(): the env is closed; call reset() (or make a new env) first")
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         st = self._state
@@ -332,6 +340,20 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         if terminated:
             info.update(self._episode_summary())
         return obs, float(reward), terminated, False, info
+
+    def episode_draws(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The current episode's realised randomness, read-only (for clairvoyant bounds and tests).
+
+        Drawn entirely at reset and never changed by actions: (arrival slots (N,), their devices (N,),
+        durations (N, L)), where ``durations[i, l]`` is what arrival i would run under profile l (the
+        draw ``step`` makes from the arrival's uniform; pre-emption may still cut it short).
+        """
+        if self._state is None:
+            raise RuntimeError("call reset() before episode_draws()")
+        durations = np.stack(
+            [cdf.searchsorted(self._duration_u, side="right") + 1 for cdf in self._duration_cdf], axis=1
+        ).astype(np.int64)
+        return self._arrival_slots.copy(), self._arrival_devices.copy(), durations
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the currently feasible actions (what sb3-contrib's MaskablePPO calls)."""

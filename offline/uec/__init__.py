@@ -11,6 +11,8 @@ Importing this package registers, for ``UEC-v0`` (``offline.registry``):
 | ``sumita``      | server from y*, then the best profile on it                                   |
 | ``cvs``         | greedy highest R_jkl(t)/(E[d_l]·c̄_k)                                          |
 | ``random``      | accept w.p. ½, uniform safe SSP                                               |
+| ``opportunity_greedy`` | ours: safe SSP maximising R − λ·(expected tera-MAC held), tuned λ        |
+| ``value_bid_price`` | ours: safe SSP maximising R − θ·(opportunity cost from RESCUE's B_k), tuned θ |
 
 The baselines consider only SSPs that keep every reserved task satisfiable (``info["safe_action_mask"]``).
 
@@ -23,7 +25,7 @@ learning curves).
 
 from __future__ import annotations
 
-from offline.uec import baselines, policies  # noqa: F401  (registers the policies)
+from offline.uec import baselines, heuristics, policies  # noqa: F401  (registers the policies)
 from offline.uec.evaluation import DEFAULT_EVALUATION, HOOK, LPBound, evaluate_policies
 from offline.uec.lp import RescueLPError, build_lp, solve_lp
 from offline.uec.values import RescueSolution, compute_rescue_solution, rescue_solution, value_functions

@@ -1,0 +1,78 @@
+"""UEC-v0's reference ladder (``SPEC``, design/ladder.md): the rungs, the metric, the bounds, the tuning.
+
+Metric: ``profit`` of the hook's ``uec_episodes.csv`` (the episode's realised profit; higher is better).
+Rows: random = the paper's Random; papers = Section VI-A's baselines and RESCUE; ours =
+``offline.uec.heuristics`` (opportunity-cost greedy and bid-price control on RESCUE's value functions, both
+tuned on instances 900..); bounds = ``offline.uec.bounds``: the LP relaxation of the episode's hindsight MILP
+(proven, per episode) and RESCUE's OPT(P1-LP) (bounds the *expected* profit, so a reference per episode).
+Variants: the mean arrival probability P̄ (``scenario_overrides.mean_arrival_prob``, default 0.45) at 0.2 (the
+paper's lowest) and 0.9 (beyond the paper's 0.7; P(t) = P̄·(1 + 0.5·sin) is then clipped at 1 in part of the day).
+Sizes: 30 held-out episodes of the training instance, 10 held-out instances x 2 episodes, and the same 10 x 2
+for each variant (quick: 4 episodes, 3 x 1 per set). RESCUE's LP (about 2-3 s per instance, solved by the hook,
+whose ``lp_bound`` column is the ``opt_lp`` row) takes most of the time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offline.ladder_spec import LadderSpec, TuningSpec
+from offline.uec.bounds import BOUND_NAMES, episode_bounds
+from offline.uec.evaluation import BASELINE_NAMES
+from offline.uec.policies import ENV_ID
+
+#: The paper's baselines (Section VI-A) and RESCUE itself; ``random`` is rung 1.
+PAPER_POLICIES: tuple[str, ...] = ("rescue", *(name for name in BASELINE_NAMES if name != "random"))
+#: Ours (``offline.uec.heuristics`` and ``rescue_fallback`` of ``offline.uec.policies``).
+OUR_POLICIES: tuple[str, ...] = ("opportunity_greedy", "value_bid_price", "rescue_fallback")
+
+
+def price_space(trial: Any) -> dict[str, Any]:
+    """λ of ``opportunity_greedy``: profit per tera-MAC held (0 is PickConfigs)."""
+    return {"price": trial.suggest_float("price", 0.002, 0.03, log=True)}
+
+
+def scale_space(trial: Any) -> dict[str, Any]:
+    """θ of ``value_bid_price``: the weight of RESCUE's value-function opportunity cost (1: A − B)."""
+    return {"scale": trial.suggest_float("scale", 0.3, 2.0)}
+
+
+SPEC = LadderSpec(
+    env_id=ENV_ID,
+    metric="profit",
+    higher_is_better=True,
+    random="random",
+    papers=PAPER_POLICIES,
+    ours=OUR_POLICIES,
+    bounds=episode_bounds,
+    bound_names=(*BOUND_NAMES, "opt_lp"),
+    bound_columns={"lp_bound": "opt_lp"},  # the hook solves RESCUE's LP once per instance already
+    proven_bounds=("clairvoyant_hindsight_lp_bound",),
+    descriptions={
+        "opportunity_greedy": "ours: the safe SSP maximising R_jkl(t) - lambda * expected tera-MAC the task holds "
+                              "within the horizon, accepted if positive; one price lambda tuned on instances 900..",
+        "value_bid_price": "ours: bid-price control on RESCUE's value functions, deterministic: the safe SSP "
+                           "maximising R_jkl(t) - theta * (B_k(t+1) - E[B_k(t+d_l)]), accepted if positive; theta "
+                           "tuned on instances 900..",
+        "rescue_fallback": "ours: RESCUE, trying the next SSP by y* when the drawn server is busy",
+        "clairvoyant_hindsight_lp_bound": "proven per-episode bound: LP relaxation of the hindsight MILP on the "
+                                          "episode's realised arrivals and durations (fixed at reset), with the "
+                                          "env's one-task-per-server and reserved-task (Hall interval) constraints",
+        "opt_lp": "RESCUE's OPT(P1-LP) of the instance: bounds the expected profit of every non-anticipative policy "
+                  "(Lemma 1), not each episode; the paper's empirical competitive ratio divides by it",
+    },
+    training_episodes=30,
+    held_out_instances=10,
+    held_out_episodes=2,
+    quick_training_episodes=4,
+    quick_held_out_instances=3,
+    quick_held_out_episodes=1,
+    variants={
+        "p=0.2": {"scenario_overrides": {"mean_arrival_prob": 0.2}},
+        "p=0.9": {"scenario_overrides": {"mean_arrival_prob": 0.9}},
+    },
+    tuning=(
+        TuningSpec(policy="opportunity_greedy", space=price_space, trials=16, instances=4, episodes=5, quick_trials=3),
+        TuningSpec(policy="value_bid_price", space=scale_space, trials=12, instances=4, episodes=5, quick_trials=3),
+    ),
+)
