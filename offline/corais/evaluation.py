@@ -20,6 +20,9 @@ ties it. Summary columns per policy: ``gap_mean`` (all instances, vs the referen
 (the non-trivial instances only), ``trivial_share``, ``bound_gap_mean`` (R / lower_bound: a gap against
 a proven bound, >= the true gap), ``reference_optimal_share`` (instances whose reference HiGHS proved
 optimal; below 1, ``gap_*`` are taken against unproven incumbents and ``bound_gap_mean`` brackets them).
+Rows of a time-limited MILP (``exact*``, ``milp_*``) also carry what HiGHS proved on that instance:
+``milp_proven_optimal``, ``milp_dual_bound``, ``milp_proven_gap`` = (incumbent - dual bound) / incumbent and
+``milp_status`` (HiGHS's message): the incumbent is an optimum only where ``milp_proven_optimal`` is true.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ class CoRaiSHook(EvaluationHook):
             context["ref_cost"] = res.final_info["cost"] if ok else np.nan
             context["cached"][reference_policy.name] = (res.final_info, res.decision_seconds[0], ok)
             solve = reference_policy.last_solve
+            context["ref_solve"] = solve
             if solve is not None:
                 context["dual_bound"] = solve.bound
                 context["ref_optimal"] = bool(solve.optimal)
@@ -115,20 +119,29 @@ class CoRaiSHook(EvaluationHook):
         name = entry.name
         inst_seed, policy_seed = self.seeds(run, instance, episode)
         pol_name = getattr(policy, "name", name)
+        solve = None
         if episode == 0 and isinstance(policy, ExactPolicy) and pol_name in context["cached"]:
             final, secs, ok = context["cached"][pol_name]
+            solve = context.get("ref_solve")
         else:
             res = run_episode(env, policy, seed=inst_seed, policy_seed=policy_seed, time_decisions=True)
             final, secs = res.final_info, res.decision_seconds[0]
             ok = policy.solved if isinstance(policy, ExactPolicy) else True
+            solve = policy.last_solve if isinstance(policy, ExactPolicy) else None
         cost = final["cost"]
         run.state["per_edge"].setdefault(name, []).append(
             (final["requests_per_edge"].astype(float), final["edge_times"], final["data_per_edge"])
         )
         if run.options["reference"] != "exact" and name == run.options["reference"] and episode == 0:
             context["ref_cost"] = cost
-        return {"policy": name, "instance": instance, "seed": inst_seed, "episode": episode, "cost": cost,
-                "seconds": secs, "solved": ok}
+        row = {"policy": name, "instance": instance, "seed": inst_seed, "episode": episode, "cost": cost,
+               "seconds": secs, "solved": ok}
+        if solve is not None:  # a time-limited MILP row: what HiGHS proved, not only what it found
+            row.update(milp_proven_optimal=bool(solve.optimal), milp_dual_bound=solve.bound,
+                       milp_proven_gap=(solve.cost - solve.bound) / solve.cost if solve.has_incumbent
+                       and np.isfinite(solve.bound) and solve.cost > 0 else np.nan,
+                       milp_status=solve.message.split("(")[0].strip())
+        return row
 
     def end_instance(self, run: Run, instance: int, context: dict[str, Any], records: list[dict[str, Any]]) -> None:
         ref_cost = context["ref_cost"]

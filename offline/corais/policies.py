@@ -1,5 +1,7 @@
 """CoRaiS non-learning policies: the exact MILP (``offline.corais.milp``), Local, Predicted, Random(k),
-list_greedy and list_greedy_ls (``offline.corais.greedy``).
+list_greedy and list_greedy_ls (``offline.corais.greedy``), and ours: the anytime iterated local search
+``ils_50ms`` / ``ils_1s`` / ``ils_5s`` / ``ils`` (``offline.corais.search``; parameters from tuned.yaml) and
+``milp_10s``, the time-limited MILP under a name that says it is a best-found incumbent, not an optimum.
 
 They read the instance (``env.unwrapped.instance``) and act through ``env.step``; importing this module
 registers them for ``CoRaiS-v0`` and ``CoRaiS-v1`` (``offline.registry``, names in ``offline.corais``'s
@@ -8,6 +10,7 @@ docstring).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -15,13 +18,22 @@ import numpy as np
 
 from envs.corais.dynamics import dispatch_cost, response_times
 from envs.corais.types import Instance
+from offline.corais.bounds import record_incumbent, solve_milp_cached
 from offline.corais.greedy import list_greedy, list_greedy_ls
 from offline.corais.milp import SolveResult, solve_exact
+from offline.corais.search import DEFAULT_SEARCH, iterated_local_search
+from offline.ladder_spec import tuned_params
 from offline.registry import register_policy
 
 ENV_ID = "CoRaiS-v0"
 #: Every CoRaiS version; each gets the same policies (versions differ only in the instance distribution).
 ENV_IDS: tuple[str, ...] = ("CoRaiS-v0", "CoRaiS-v1")
+#: The ILS entry of tuned.yaml: every budget variant shares the parameters tuned for ``ils_1s``.
+ILS_TUNED_ENTRY = "ils_1s"
+#: Registered anytime-search variants: name -> wall-clock budget in seconds per dispatch.
+ILS_BUDGETS: dict[str, float] = {"ils_50ms": 0.05, "ils_1s": 1.0, "ils_5s": 5.0}
+#: The time-limited MILP rows, named as best-found incumbents: name -> HiGHS time limit in seconds.
+MILP_LIMITS: dict[str, float] = {"milp_1s": 1.0, "milp_10s": 10.0}
 
 
 def local_dispatch(instance: Instance) -> np.ndarray:
@@ -138,6 +150,51 @@ class ExactPolicy(_InstancePolicy):
         return self.last_solve.action
 
 
+class MilpPolicy(ExactPolicy):
+    """``ExactPolicy`` whose solve is shared, per instance and time limit, with ``offline.corais.bounds``
+    (``solve_milp_cached``), so a ladder row and the instance's dual bound come from one HiGHS run. Its
+    answer is the incumbent at the time limit: optimal only where ``last_solve.optimal`` says HiGHS proved
+    it (reads the instance)."""
+
+    def __init__(self, name: str, time_limit: float, mip_rel_gap: float = 1e-4) -> None:
+        super().__init__(time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+        self.name = name
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        self.last_solve = solve_milp_cached(self.instance, self.time_limit, self.mip_rel_gap)
+        if self.last_solve.action is None:
+            return local_dispatch(self.instance)
+        return self.last_solve.action
+
+
+class SearchPolicy(_InstancePolicy):
+    """Ours (not from the paper): the anytime iterated local search of ``offline.corais.search`` (list
+    greedy start, move/swap descent, random kicks) with a wall-clock budget ``time_limit`` and/or a kick
+    budget ``max_iterations`` (deterministic given the policy seed when ``time_limit`` is None). Records
+    its cost for ``offline.corais.bounds``' best-known row (reads the instance)."""
+
+    def __init__(self, name: str, time_limit: float | None, max_iterations: int | None, **params: Any) -> None:
+        super().__init__()
+        if time_limit is None and max_iterations is None:
+            raise ValueError(f"{name}: time_limit=None and max_iterations=None; set at least one budget")
+        self.name = name
+        self.time_limit = None if time_limit is None else float(time_limit)
+        self.max_iterations = None if max_iterations is None else int(max_iterations)
+        self.params = params
+        self.last_result = None
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        seed = int(self._rng.integers(2**31))
+        self.last_result = iterated_local_search(self.instance, time_limit=self.time_limit,
+                                                 max_iterations=self.max_iterations, seed=seed, **self.params)
+        record_incumbent(self.instance, self.last_result.cost)
+        return self.last_result.action
+
+
+#: The search parameters every ILS variant defaults to (tuned.yaml's ``ils_1s`` entry, else DEFAULT_SEARCH).
+ILS_PARAMS: dict[str, Any] = tuned_params(Path(__file__).parent, ILS_TUNED_ENTRY, DEFAULT_SEARCH)
+
+
 class ListGreedyPolicy(_InstancePolicy):
     """List scheduling, requests in decreasing size to the earliest-completing edge; with
     ``local_search=True`` then move/swap local search until no improvement or ``time_limit`` seconds
@@ -196,6 +253,29 @@ def _register_all(env_id: str) -> None:
     @register_policy(env_id, "list_greedy_ls")
     def _make_list_greedy_ls(env: gym.Env, time_limit: float = 10.0) -> ListGreedyPolicy:
         return ListGreedyPolicy(local_search=True, time_limit=time_limit)
+
+
+    def register_ils(name: str, budget: float | None, iterations: int | None) -> None:
+        @register_policy(env_id, name)
+        def factory(env: gym.Env, time_limit: float | None = budget, max_iterations: int | None = iterations,
+                    kick_size: int = ILS_PARAMS["kick_size"], accept_worse: float = ILS_PARAMS["accept_worse"],
+                    restart_after: int = ILS_PARAMS["restart_after"],
+                    swap_edges: int = ILS_PARAMS["swap_edges"]) -> SearchPolicy:
+            return SearchPolicy(name, time_limit, max_iterations, kick_size=int(kick_size),
+                                accept_worse=float(accept_worse), restart_after=int(restart_after),
+                                swap_edges=int(swap_edges))
+
+    for name, budget in ILS_BUDGETS.items():
+        register_ils(name, budget, None)
+    register_ils("ils", None, 100)  # a kick budget: deterministic given the seed (tests)
+
+    def register_milp(name: str, limit: float) -> None:
+        @register_policy(env_id, name)
+        def factory(env: gym.Env, time_limit: float = limit) -> MilpPolicy:
+            return MilpPolicy(name, time_limit)
+
+    for name, limit in MILP_LIMITS.items():
+        register_milp(name, limit)
 
 
 for _env_id in ENV_IDS:
