@@ -12,6 +12,11 @@ Registered for "ASET-v0" and "ASET-v1" (``offline.aset.policies``):
 * ``lookahead_oracle``: clairvoyant rollout over the cycle (each window, the policy whose next ``horizon``
   windows, simulated on copies of the env with the arrivals to come, succeed best): a reference for the room
   an adaptive choice has above the cycle, not a fair opponent.
+* ``threshold_switch`` (ours, ``offline.aset.heuristics``): least_impedance until the central offices' recent
+  load passes a tuned threshold, then a relief policy chosen by the cloud's load (tuned on instances 900..,
+  ``offline/aset/tuned.yaml``);
+* ``clairvoyant_beam``: clairvoyant beam search over the episode's windows on env copies that see the arrivals
+  (a reference for the ladder, not a bound and not a baseline);
 * ``best_static_hindsight``: per episode, the best of the seven static policies on that same episode
   (an upper bound no single static policy reaches). As a policy it replays the episode seed with each
   static policy on a copy of the env at reset (7x the cost); the evaluation (``offline.aset.evaluation``,
@@ -21,7 +26,10 @@ Registered for "ASET-v0" and "ASET-v1" (``offline.aset.policies``):
 
 from __future__ import annotations
 
-from offline.aset import policies  # noqa: F401  (registers the policies)
+from offline.aset import (
+    heuristics,  # noqa: F401  (registers our tuned adaptive rule, threshold_switch)
+    policies,  # noqa: F401  (registers the policies)
+)
 from offline.aset.evaluation import DEFAULT_EVALUATION, HOOK, HOOK_V1, RATE_COLUMNS, evaluate_policies
 from offline.aset.policies import (
     ENV_ID,

@@ -61,7 +61,7 @@ class ASETHook(EvaluationHook):
         names = list(dict.fromkeys(p for p in run.policies if p != HINDSIGHT))
         if HINDSIGHT in run.policies:
             names += [p for p in POLICY_NAMES if p not in names]
-        return [Entry(name, name) for name in names]
+        return [Entry(name, name, dict(run.policy_kwargs.get(name, {}))) for name in names]
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
         env = self.env_cls(**run.env_kwargs, instance_seed=run.instance_seed(instance))
@@ -72,9 +72,11 @@ class ASETHook(EvaluationHook):
              context: Any) -> dict[str, Any]:
         inst = env.unwrapped.instance
         tally = EpisodeTally(inst.num_apps)
-        result = run_episode(env, policy, seed=self.seeds(run, instance, episode)[0], on_step=tally)
+        reset_seed = self.seeds(run, instance, episode)[0]
+        result = run_episode(env, policy, seed=reset_seed, on_step=tally)
         run.state["curves"].setdefault(entry.name, []).append(tally.window_success)
-        return {"policy": entry.name, "instance": instance, "episode": episode, **tally.metrics(inst.app_names),
+        return {"policy": entry.name, "instance": instance, "episode": episode, "seed": reset_seed,
+                **tally.metrics(inst.app_names),
                 "return": result.total_reward}
 
     def episode_rows(self, run: Run, records: list[dict[str, Any]]) -> list[dict[str, Any]]:

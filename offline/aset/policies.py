@@ -167,7 +167,7 @@ class LookaheadOracle:
             raise RuntimeError("reset(env) before act(): the oracle simulates copies of the env")
         best, best_score = 0, -1.0
         for action in range(len(POLICY_NAMES)):
-            sim = copy.deepcopy(self._env)
+            sim = copy.deepcopy(self._env, {id(self._env.instance): self._env.instance})  # shares the instance
             queries = succeeded = 0.0
             for t in range(min(self.horizon, sim.horizon - sim.state.window)):
                 step_action = action if t == 0 else int(self.base[(t - 1) % len(self.base)])
@@ -180,6 +180,73 @@ class LookaheadOracle:
             if score > best_score:
                 best, best_score = action, score
         return best
+
+
+CLAIRVOYANT_BEAM = "clairvoyant_beam"
+
+
+class ClairvoyantBeamPolicy:
+    """Clairvoyant beam search over the whole episode's windows (reads the future; a reference, not a bound).
+
+    At reset it plays the episode ahead on copies of ``env`` (same instance, same state and random streams, so the
+    very arrivals to come): every window, each of the ``width`` kept action sequences is extended by each of the
+    seven policies, and the ``width`` extensions with the most succeeded queries so far are kept (every extension
+    has issued the same queries, as arrivals do not depend on the actions). It then plays the best sequence found,
+    whose success rate the real episode reproduces exactly. With ``width=1`` it is the greedy that plays each
+    window's best of the seven; wider beams keep sequences whose early windows look worse but pay off later (a
+    stream stays bound for its whole life). Not a bound: a wider beam or another search can do better, and
+    nothing non-anticipative should be expected to reach it. Cost: 7 x ``width`` extra windows per window.
+    """
+
+    name = CLAIRVOYANT_BEAM
+
+    def __init__(self, width: int = 6) -> None:
+        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+            raise ValueError(f"width={width!r} is invalid: expected an integer >= 1")
+        self.width = int(width)
+        self.plan: list[int] = []
+        #: the planned episode's query-weighted success rate (what playing the plan reproduces)
+        self.planned_success = float("nan")
+        self._t = 0
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        import copy
+
+        base = env.unwrapped
+        shared = {id(base.instance): base.instance}  # the instance is immutable: every copy shares it
+        root = copy.deepcopy(base, dict(shared))
+        if root.state.window != 0:
+            raise RuntimeError("reset(env) right after env.reset(): the beam plans the whole episode")
+        # (succeeded, queries, alive, env copy, actions) per kept sequence
+        beam: list[tuple[float, float, bool, Any, list[int]]] = [(0.0, 0.0, True, root, [])]
+        while any(alive for _, _, alive, _, _ in beam):
+            children = []
+            for succeeded, queries, alive, sim, actions in beam:
+                if not alive:
+                    children.append((succeeded, queries, False, sim, actions))
+                    continue
+                for action in range(len(POLICY_NAMES)):
+                    child = copy.deepcopy(sim, dict(shared))
+                    _, _, terminated, truncated, info = child.step(action)
+                    children.append((succeeded + info["success"] * info["queries"], queries + info["queries"],
+                                     not (terminated or truncated), child, [*actions, action]))
+            # sorted() is stable: ties keep the parent's rank, then the action order (deterministic)
+            beam = sorted(children, key=lambda c: -c[0])[: self.width]
+        best = max(beam, key=lambda c: c[0] / c[1] if c[1] > 0 else 1.0)
+        self.plan = best[4]
+        self.planned_success = best[0] / best[1] if best[1] > 0 else 1.0
+        self._t = 0
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        if self._t >= len(self.plan):
+            raise RuntimeError("the episode ran past the beam's plan: reset(env) after env.reset()")
+        action = self.plan[self._t]
+        self._t += 1
+        return action
+
+
+def _clairvoyant_beam(env: gym.Env, **kwargs: Any) -> ClairvoyantBeamPolicy:
+    return ClairvoyantBeamPolicy(**kwargs)
 
 
 def _lookahead_oracle(env: gym.Env, **kwargs: Any) -> LookaheadOracle:
@@ -201,6 +268,7 @@ for _env_id in ENV_IDS:
     register_policy(_env_id, "periodic_switch")(_periodic_switch)
     register_policy(_env_id, HINDSIGHT)(_best_static_hindsight)
     register_policy(_env_id, "lookahead_oracle")(_lookahead_oracle)
+    register_policy(_env_id, CLAIRVOYANT_BEAM)(_clairvoyant_beam)
 
 
 class EpisodeTally:
