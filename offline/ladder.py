@@ -86,6 +86,8 @@ def evaluation_sets(spec: LadderSpec, quick: bool) -> list[tuple[partition.Evalu
     held_out = partition.held_out_instances(instances, episodes)
     sets.append((held_out, "held_out_instances", dict(spec.env_kwargs)))
     for name, kwargs in spec.variants.items():
+        if quick and spec.quick_variants is not None and name not in spec.quick_variants:
+            continue
         sets.append((held_out, f"held_out_instances@{name}", {**spec.env_kwargs, **kwargs}))
     return sets
 

@@ -99,6 +99,8 @@ class LadderSpec:
     quick_held_out_episodes: int = 1
     #: extra held-out sets at other env settings: name -> env kwargs (e.g. CoRaiS at other scales)
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: the variants ``quick=true`` plays (None: all of them), so the CI-size ladder stays within its budget
+    quick_variants: tuple[str, ...] | None = None
     #: policies left out of ``variants`` (e.g. a solver too slow at a larger scale): a tuple for every variant,
     #: or variant name -> tuple
     variant_skip: tuple[str, ...] | Mapping[str, tuple[str, ...]] = ()

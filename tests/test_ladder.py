@@ -211,5 +211,17 @@ def test_leaderboard_page__agrees_with_the_checked_in_ladder_csvs():
     assert ladder.readme_table(results) in readme
 
 
+
+def test_ladder__quick_plays_only_the_quick_variants_and_skips_per_variant():
+    from dataclasses import replace
+
+    labels = [label for _, label, _ in ladder.evaluation_sets(replace(SPEC, quick_variants=()), quick=True)]
+    assert labels == ["training_instance", "held_out_instances"]
+    assert len(ladder.evaluation_sets(replace(SPEC, quick_variants=()), quick=False)) == 3
+    spec = replace(SPEC, variant_skip={"long": ("first_arm",)})
+    assert spec.skipped("long") == ("first_arm",) and spec.skipped("other") == () and spec.skipped(None) == ()
+    assert replace(SPEC, variant_skip=("first_arm",)).skipped("long") == ("first_arm",)
+
+
 def teardown_module() -> None:
     _REGISTRY.pop(TOY_ID, None)

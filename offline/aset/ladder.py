@@ -70,6 +70,7 @@ SPEC = LadderSpec(
     quick_held_out_instances=2,
     quick_held_out_episodes=1,
     variants={"lam100": {**ENV_KWARGS, "lam": 100.0}},
+    quick_variants=(),  # the CI size plays lambda = 60 only
     tuning=(TuningSpec(policy=THRESHOLD_SWITCH, space=threshold_space, trials=40, instances=4, episodes=2,
                        quick_trials=3),),
 )
