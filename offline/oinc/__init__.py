@@ -12,6 +12,8 @@ inference action, the retraining controller is the env's ``retraining=`` kwarg, 
   (sum sqrt(d / r_j))^2, by marginal-cost insertion (largest tasks first) and best-response moves.
 * ``nearest`` -- each task to its nearest edge, equal compute and bandwidth shares.
 * ``random`` -- uniform over the action space.
+* ``slo_liu`` -- ours (``offline.oinc.heuristics``): Liu's assignment with an SLO-first compute split, the
+  inference side of the ladder's rung-3 pair ``slo_liu+ekya`` (tuned retraining share).
 
 Continuous shares go to the W = 4 levels with ``dynamics.levels_for_shares``: the log2-nearest level of
 8·share/largest share of the edge, with the rounding offset per edge (8 candidates) that minimises the
@@ -31,7 +33,7 @@ aret). ``python evaluate.py env=oinc-v0`` runs Table II (``HOOK`` of ``offline.o
 
 from __future__ import annotations
 
-from offline.oinc import policies  # noqa: F401  (registers the policies)
+from offline.oinc import heuristics, policies  # noqa: F401  (registers the policies)
 from offline.oinc.evaluation import (
     A_INF_STAND_IN,
     DEFAULT_EVALUATION,

@@ -17,7 +17,8 @@ from envs.oinc.env import OINCEnv
 from offline.registry import register_policy
 
 ENV_ID = "OINC-v0"
-INFERENCE_POLICIES = ("greedy", "liu", "nearest", "random")
+#: Inference policies a pair may name (``slo_liu`` is ours, registered by ``offline.oinc.heuristics``).
+INFERENCE_POLICIES = ("greedy", "liu", "nearest", "random", "slo_liu")
 
 
 # ----------------------------------------------------------------------------- inference policies

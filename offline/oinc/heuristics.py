@@ -1,0 +1,84 @@
+"""Our strong OINC-v0 heuristic (rung 3 of the ladder; ours, not from the paper): ``slo_liu``.
+
+``slo_liu`` keeps Liu's assignment (least total latency of the KKT split, ``offline.oinc.policies.LiuPolicy``)
+and the square-root bandwidth split, but splits each edge's inference compute **SLO first**: the tasks that
+can still meet their SLO after the upload are admitted cheapest first while their needs
+c_i / (SLO_i - upload_i), times (1 + ``slo_margin``) for the rounding to the four share levels, fit into the
+edge's inference capacity f_j^t f_j; they get their needs and the rest of the edge is split in proportion to
+sqrt(c) among all of the edge's tasks. Meeting more SLOs with the same compute lets the retraining side take a
+larger share before the hit rate falls below the ladder's threshold.
+
+The ladder's rung-3 pair is ``slo_liu+<controller>`` (``PAIR``) with a tuned ``retraining_share`` (the
+controller's share, routed to the pair's env by ``offline.oinc.evaluation``) and a tuned ``slo_margin``; both
+are read from ``offline/oinc/tuned.yaml`` (``tuned_pair_kwargs``). The policy reads ``env.unwrapped.instance``,
+the current tasks and f_j^t, and acts only through ``env.step``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.oinc import dynamics as dyn
+from offline.ladder_spec import tuned_params
+from offline.oinc.policies import ENV_ID, LiuPolicy
+from offline.registry import register_policy
+
+__all__ = ["DEFAULTS", "PAIR", "SloLiuPolicy", "tuned_pair_kwargs"]
+
+#: The rung-3 pair (inference policy + retraining controller), the name ``offline.oinc.evaluation`` accepts.
+PAIR = "slo_liu+ekya"
+#: Untuned values: the controller's retraining share (its cap for aret/kalmia, its fixed share otherwise)
+#: and the safety margin on the SLO needs.
+DEFAULTS: dict[str, Any] = {"retraining_share": 0.8, "slo_margin": 0.3}
+
+
+def tuned_pair_kwargs() -> dict[str, Any]:
+    """``PAIR``'s kwargs from ``tuned.yaml`` (``DEFAULTS`` where it has none): the retraining share goes to
+    the pair's env, ``slo_margin`` to the policy factory."""
+    return tuned_params(Path(__file__).parent, PAIR, DEFAULTS)
+
+
+class SloLiuPolicy(LiuPolicy):
+    """Ours: Liu's assignment with an SLO-first compute split inside each edge (module docstring)."""
+
+    name = "slo_liu"
+
+    def __init__(self, slo_margin: float = DEFAULTS["slo_margin"], passes: int = 2) -> None:
+        super().__init__(passes=passes)
+        if not 0.0 <= slo_margin <= 5.0:
+            raise ValueError(f"slo_margin={slo_margin!r} is invalid: expected a number in [0, 5]")
+        self.slo_margin = float(slo_margin)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        edge, z, v = self.plan()
+        return self.env.action_from_shares(edge, z, v)
+
+    def plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        edge, z_sqrt, v = super().plan()
+        inst, env = self.env.instance, self.env
+        d, c = env.current_tasks
+        rate = inst.full_rate_bps[np.arange(inst.num_devices), edge]
+        window = dyn.compute_window_s(inst.slo_s, dyn.transmission_time(d, rate, v))
+        savable = window < dyn.SLOT_S  # compute_window_s gives 1 slot to tasks that cannot meet their SLO
+        capacity = env.inference_share * inst.cpu_hz
+        need = (1.0 + self.slo_margin) * c / window
+        share = np.zeros(inst.num_devices)
+        for j in np.unique(edge):
+            on_j = np.flatnonzero(edge == j)
+            cand = on_j[savable[on_j]]
+            cand = cand[np.argsort(need[cand], kind="stable")]
+            fits = cand[np.cumsum(need[cand]) <= capacity[j]]
+            share[fits] = need[fits] / capacity[j]
+            rest = max(1.0 - share[on_j].sum(), 0.0)
+            share[on_j] += rest * z_sqrt[on_j]
+        return edge, np.maximum(share, 1e-9), v
+
+
+@register_policy(ENV_ID, "slo_liu")
+def _slo_liu(env: gym.Env, slo_margin: float | None = None, passes: int = 2, **kwargs: Any) -> SloLiuPolicy:
+    margin = tuned_pair_kwargs()["slo_margin"] if slo_margin is None else slo_margin
+    return SloLiuPolicy(slo_margin=margin, passes=passes)
