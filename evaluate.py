@@ -2,7 +2,7 @@
 
     python evaluate.py env=uec-v0                                   # the env's default policies and sizes
     python evaluate.py env=uec-v0 policies=[rescue,pickconfigs,runs/uec-v0__sac__0__...] instances=3 \\
-        episodes=20 seed=0 out=results/mine
+        episodes=20 seed=0 out=outputs/mine
     python evaluate.py experiment=rescue_fig7                       # a paper sweep (conf/experiment/)
 
 The env group (``conf/env/<name>.yaml``, shared with train.py) gives the registered id, the env kwargs
@@ -10,8 +10,9 @@ and the env's ``wrappers``; evaluate.py runs :func:`offline.runner.evaluate` on 
 the problem's hook (``Problem.evaluation`` of :mod:`envs.problems`, ``offline.<problem>.evaluation:HOOK``),
 prints the summary as a markdown table, writes ``<out>/summary.csv`` (plus the problem's per-episode CSV
 and plots) and prints the output folder on its last line. Without ``out=`` the folder is
-``results/<env>__<time>/``. ``policies``, ``instances`` and ``episodes`` default per env to the hook's
-``default_evaluation``. A policy is a registered name (non-learning or shipped learned,
+``outputs/<env>__<time>/`` (git-ignored): nothing checked in changes. Unknown keys (``+quickk=1``), unknown
+``env.kwargs`` and keys an experiment runner would ignore are rejected before anything runs. ``policies``,
+``instances`` and ``episodes`` default per env to the hook's ``default_evaluation``. A policy is a registered name (non-learning or shipped learned,
 ``agents.loading.available_policies``), a training run folder or a model file in one
 (``runs/<run>/checkpoints/model_2000_steps.zip``); ``agents.loading.resolve_policy`` makes it. A run
 trained on another env (its config.yaml's ``env.id``) is refused before anything is written. ``evaluation_kwargs`` are the hook's options (e.g. CoRaiS's ``exact_time_limit``, OINC's ``model``)
@@ -24,7 +25,9 @@ one line per policy). A sweep may also carry ``overrides`` (dotted path -> value
 ``+experiment=name`` is accepted as a synonym of ``experiment=name``.
 
 An experiment may instead name a ``runner`` ("module:function" taking the composed config): the papers'
-experiments (``experiment=papers``, ``papers_<paper>``, ``quick=true``) run :mod:`evaluate_papers` this way.
+experiments (``experiment=papers``, ``papers_<paper>``, ``quick=true``) run :mod:`evaluate_papers` this way; they
+write under ``out=`` (default ``outputs/papers/``) and change the checked-in ``results/``, ``docs/papers/`` and
+README's table only with ``publish=true``.
 """
 
 from __future__ import annotations
@@ -43,18 +46,62 @@ from omegaconf import DictConfig, OmegaConf
 from agents.loading import (
     available_policies,
     check_run_env,
+    check_run_model,
     expand_pretrained,
     is_run_path,
     resolve_policy,
     split_ablation,
 )
-from agents.registry import check_writable_folder
+from agents.registry import SEED, check_env_kwargs, check_writable_folder
 from envs.problems import get_problem
 from offline.runner import EvaluationHook, evaluate, get_hook
 
 #: Used where a problem's hook does not say (its ``default_evaluation``).
 FALLBACK_EVALUATION: dict[str, Any] = {"instances": 1, "episodes": 5}
 SWEEP_KEYS = ("name", "parameter", "values", "metrics", "overrides")
+#: evaluate.py's own top-level keys (conf/evaluate.yaml) with their defaults, ``paper`` (an experiment's numbers
+#: from its paper, read by evaluate_papers) and ``runner`` (an experiment of experiments).
+OWN_KEYS: dict[str, Any] = {"policies": None, "instances": None, "episodes": None, "seed": 0, "out": None,
+                            "progress": True, "evaluation_kwargs": {}, "sweeps": []}
+EXPERIMENT_KEYS = ("env", "paper", "runner")
+#: the env group's keys (train.py's EnvConfig)
+ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overrides")
+#: the keys each runner reads (besides ``runner`` and ``out``); evaluate.py's own keys are unused there
+RUNNER_KEYS: dict[str, tuple[str, ...]] = {
+    "evaluate_papers:run_from_config": ("papers", "quick", "publish", "out"),
+    "agents.ladder:run_from_config": ("ladder_envs", "quick", "publish", "out"),
+}
+#: where outputs go without out= (git-ignored): outputs/<env>__<time>/
+DEFAULT_OUT = Path("outputs")
+
+
+def check_keys(cfg: DictConfig) -> None:
+    """Reject unknown top-level keys (``+quickk=1``), unknown env keys and, for a runner experiment
+    (``experiment=papers``/``ladder``), keys it would ignore; raises ValueError listing the valid keys."""
+    runner = cfg.get("runner")
+    if runner:
+        if str(runner) not in RUNNER_KEYS:
+            raise ValueError(f"runner={runner!r} is not known; valid runners: {sorted(RUNNER_KEYS)}")
+        valid = {*OWN_KEYS, *EXPERIMENT_KEYS, *RUNNER_KEYS[str(runner)]}
+    else:
+        valid = {*OWN_KEYS, *EXPERIMENT_KEYS}
+    unknown = sorted(str(k) for k in cfg if str(k) not in valid and str(k) != "hydra")
+    if unknown:
+        extra = f" (experiment runner {runner})" if runner else ""
+        raise ValueError(f"{unknown[0]} is not a key of evaluate.py{extra}; valid keys: {sorted(valid)}")
+    if runner:
+        used = set(RUNNER_KEYS[str(runner)])
+        ignored = [k for k, default in OWN_KEYS.items() if k not in used and k != "progress" and k in cfg
+                   and OmegaConf.to_container(cfg, resolve=False).get(k) != default]
+        if ignored:
+            raise ValueError(f"{ignored[0]} is not used by the experiment runner {runner}; its keys: "
+                             f"{sorted(used)}")
+    env = cfg.get("env")
+    if isinstance(env, DictConfig):
+        bad = sorted(str(k) for k in env if str(k) not in ENV_KEYS)
+        if bad:
+            raise ValueError(f"env.{bad[0]} is not a key of the env config; valid env keys: {list(ENV_KEYS)} "
+                             "(constructor arguments go under env.kwargs)")
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -81,19 +128,21 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
     policies = [expand_pretrained(str(p)) for p in policies]  # pretrained:<name> -> its run folder
     if not policies:
         raise ValueError(f"policies is empty; valid policies for {env_id}: {available_policies(env_id)}")
-    for policy in policies:  # a run folder or a checkpoint in one (ablated or not): trained on this env?
+    env_kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True) if cfg.env.get("kwargs") is not None else {}
+    check_env_kwargs(env_id, env_kwargs)
+    wrappers = [str(w) for w in (cfg.env.get("wrappers") or [])]
+    for policy in policies:  # a run folder or a checkpoint in one (ablated or not): trained on this env, and safe?
         inner = split_ablation(policy)[1]
         if is_run_path(inner):
             check_run_env(inner, env_id)
+            check_run_model(inner)
     names = [inner for p in policies if not is_run_path(inner := split_ablation(p)[1])]
     hook.check_policy_names(env_id, names, available_policies(env_id))  # a problem may accept more forms
     instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
     episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])
     seed = cfg.seed
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} is invalid: expected an integer >= 0")
-    env_kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True) if cfg.env.get("kwargs") is not None else {}
-    wrappers = [str(w) for w in (cfg.env.get("wrappers") or [])]
+    if not SEED[0](seed):
+        raise ValueError(f"seed={seed!r} is invalid: expected {SEED[1]}")
     extra = cfg.get("evaluation_kwargs") or {}
     extra = OmegaConf.to_container(extra, resolve=True) if isinstance(extra, DictConfig) else dict(extra)
     valid_extra = sorted({*hook.options, "policy_kwargs"})  # policy_kwargs: {name: factory kwargs}
@@ -241,15 +290,16 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
 
 def run(cfg: DictConfig) -> Path:
     """Evaluate (or run the experiment's sweeps) as configured; returns the output folder."""
+    check_keys(cfg)
     if cfg.get("runner"):  # an experiment of experiments (experiment=papers): its runner does the work
         module, _, function = str(cfg.runner).partition(":")
         return getattr(importlib.import_module(module), function)(cfg)
     resolve_settings(cfg)  # fail at once on bad input, before any work
-    check_writable_folder("out", str(cfg.out or "results"))
+    check_writable_folder("out", str(cfg.out or DEFAULT_OUT))
     if cfg.get("out"):
         out_dir = Path(cfg.out)
     else:  # a fresh folder even when two runs start within the same second (e.g. `-m seed=0,1`)
-        stem = Path("results") / f"{cfg.env.name}__{datetime.now():%Y%m%d-%H%M%S}"
+        stem = DEFAULT_OUT / f"{cfg.env.name}__{datetime.now():%Y%m%d-%H%M%S}"
         out_dir, copy = stem, 1
         while out_dir.exists():
             copy += 1

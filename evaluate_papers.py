@@ -1,7 +1,9 @@
 """Every table and figure of the four papers, beside the papers' numbers (issue 19).
 
-    python evaluate.py experiment=papers                 # all four papers, full size
+    python evaluate.py experiment=papers                 # all four papers, full size, into outputs/papers/
     python evaluate.py experiment=papers quick=true      # the CI size (minutes on 2 cores)
+    python evaluate.py experiment=papers publish=true    # refresh the checked-in results/, docs/papers/, README
+    python evaluate.py experiment=papers out=DIR         # another output folder
     python evaluate.py experiment=papers_rescue          # one paper (papers_oinc, papers_aset, papers_corais)
     python -m evaluate_papers paper=rescue quick=true    # the same without Hydra's command line (paper=all: all four)
     python -m evaluate_papers readme                     # README's results-at-a-glance from results/papers/summary.csv
@@ -36,7 +38,9 @@ For each paper the runner composes every experiment whose block names that paper
 the same composition as ``python evaluate.py experiment=<name>``), runs it with evaluate.py's ``run`` into
 ``results/<paper>/<experiment>/`` (CSV + PNG, as evaluate.py writes them), writes the comparison
 ``results/<paper>/<experiment>.csv``, the page ``docs/papers/<paper>.md`` and ``results/papers/summary.csv``,
-and refreshes README's results-at-a-glance table from the summary.
+and refreshes README's results-at-a-glance table from the summary. Those are the checked-in paths, written only
+with ``publish=true`` (the command then prints the files it changed); otherwise the same tree goes under ``out``
+(default ``outputs/papers/``, git-ignored), with the table in ``<out>/results-at-a-glance.md``.
 """
 
 from __future__ import annotations
@@ -545,17 +549,51 @@ def update_readme(readme: Path = ROOT / "README.md", summary: Path = ROOT / "res
 
 # --------------------------------------------------------------------------------------------- driver
 
-def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str = ROOT / "results",
-               docs: Path | str = ROOT / "docs" / "papers", readme: Path | str | None = ROOT / "README.md",
-               experiments: list[str] | None = None, extra: dict | None = None, command: str | None = None) -> Path:
+#: where a papers run writes without publish=true (git-ignored)
+DEFAULT_OUT = ROOT / "outputs" / "papers"
+_AUTO = "auto"
+
+
+def _snapshot(paths: list[Path]) -> dict[Path, bytes | None]:
+    """The bytes of every file under ``paths`` (files or folders); None for a missing file."""
+    found: dict[Path, bytes | None] = {}
+    for path in paths:
+        if path.is_dir():
+            found.update({f: f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file()})
+        else:
+            found[path] = path.read_bytes() if path.is_file() else None
+    return found
+
+
+def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str | None = None,
+               docs: Path | str | None = None, readme: Path | str | None = _AUTO, out: Path | str | None = None,
+               publish: Any = False, experiments: list[str] | None = None, extra: dict | None = None,
+               command: str | None = None) -> Path:
     """Run the papers' experiments, compare with the papers, write CSVs, pages, summary and README's table.
 
+    Without ``publish`` everything goes under ``out`` (default ``outputs/papers/``, git-ignored): ``<paper>/``,
+    ``papers/summary.csv``, ``docs/papers/<paper>.md`` and ``results-at-a-glance.md``. With ``publish=true`` the
+    checked-in ``results/``, ``docs/papers/`` and README's results-at-a-glance table are refreshed, and the files
+    that changed are printed. ``results``/``docs``/``readme`` given explicitly win (tests).
     ``experiments`` restricts the run to some experiments and ``extra`` shrinks further (tests); both change
     nothing else. Bad input raises ValueError before anything is written.
     """
+    from offline.provenance import parse_bool
+
     names = parse_papers(papers)
     quick = parse_quick(quick)
+    publish = parse_bool("publish", publish)
+    out = Path(out) if out else DEFAULT_OUT
+    if results is None:
+        results = ROOT / "results" if publish else out
+    if docs is None:
+        docs = ROOT / "docs" / "papers" if publish else out / "docs" / "papers"
     results, docs = Path(results), Path(docs)
+    if readme == _AUTO:
+        readme = ROOT / "README.md" if publish else None
+    table_file = None if publish else results / "results-at-a-glance.md"
+    watched = [results / p for p in names] + [results / "papers" / "summary.csv"] + \
+        [docs / f"{p}.md" for p in names] + ([Path(readme)] if readme is not None else [])
     plan = {}
     for paper in names:
         blocks = experiment_blocks(paper)
@@ -571,6 +609,11 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str =
             raise ValueError(f"experiments {missing} are not paper experiments of {names}; valid: {sorted(known)}")
     command = command or ("python evaluate.py experiment=" + ("papers" if len(names) == len(PAPERS) else
                                                                f"papers_{names[0]}") + (" quick=true" if quick else ""))
+    if not publish:
+        from agents.registry import check_writable_folder
+
+        check_writable_folder("out", out)
+    before = _snapshot(watched) if publish else {}
     prov = provenance(command)
     summary_path = results / "papers" / "summary.csv"
     summary = {r["paper"]: r for r in read_rows(summary_path)}
@@ -595,14 +638,27 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str =
         print(f"{paper}: {_counts_text(c)} -> {docs / f'{paper}.md'}", flush=True)
     if readme is not None:
         update_readme(Path(readme), summary_path)
+    if table_file is not None:
+        table_file.parent.mkdir(parents=True, exist_ok=True)
+        table_file.write_text(render_readme_table(summary_path) + "\n")
+    if publish:
+        after = _snapshot(watched)
+        changed = sorted(str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p)
+                         for p in set(before) | set(after) if before.get(p) != after.get(p))
+        print(f"publish=true changed {len(changed)} file(s)" + "".join(f"\n  {c}" for c in changed), flush=True)
+    else:
+        print(f"wrote {out} (nothing checked in changed; publish=true refreshes results/, docs/papers/ and "
+              "README's table)", flush=True)
     return summary_path
 
 
 def run_from_config(cfg: DictConfig) -> Path:
-    """evaluate.py's ``runner`` for ``experiment=papers`` / ``papers_<paper>`` (keys ``papers``, ``quick``)."""
+    """evaluate.py's ``runner`` for ``experiment=papers`` / ``papers_<paper>`` (keys ``papers``, ``quick``,
+    ``publish``, ``out``)."""
     args = [a for a in sys.argv[1:]]
     command = "python evaluate.py " + " ".join(args) if args else None
-    return run_papers(cfg.get("papers", "all"), cfg.get("quick", False), command=command)
+    return run_papers(cfg.get("papers", "all"), cfg.get("quick", False), out=cfg.get("out") or None,
+                      publish=cfg.get("publish", False), command=command)
 
 
 def main(argv: list[str]) -> int:
@@ -612,17 +668,17 @@ def main(argv: list[str]) -> int:
             print(f"README.md has no markers {README_BEGIN!r} ... {README_END!r}", file=sys.stderr)
             return 1
         return 0
-    options = {"paper": "all", "quick": "false"}
+    options = {"paper": "all", "quick": "false", "publish": "false", "out": ""}
     for arg in argv:
         key, sep, value = arg.partition("=")
         key = "paper" if key == "papers" else key
         if not sep or key not in options:
             print(f"error: {arg!r} is not understood; usage: python -m evaluate_papers [paper=<{'|'.join(PAPERS)}|all>]"
-                  " [quick=true|false] | readme", file=sys.stderr)
+                  " [quick=true|false] [publish=true|false] [out=DIR] | readme", file=sys.stderr)
             return 2
         options[key] = value
     try:
-        run_papers(options["paper"], options["quick"],
+        run_papers(options["paper"], options["quick"], publish=options["publish"], out=options["out"] or None,
                    command="python -m evaluate_papers " + " ".join(argv) if argv else "python -m evaluate_papers")
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

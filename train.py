@@ -25,7 +25,13 @@ with config.yaml, TensorBoard event files, progress.csv, eval.csv, train.log, ch
 model.zip, and prints that folder and the ``tensorboard --logdir`` command on its last lines. SIGINT,
 SIGTERM and SIGHUP stop at the next env step, save model.zip, an interrupt checkpoint (and the replay
 buffer), flush the logs and exit with 128 + the signal's number. ``resume=<run folder>`` continues a run
-in its folder from its newest checkpoint with its saved config.yaml (:func:`prepare_resume`).
+in its folder from its newest intact checkpoint with its saved config.yaml (:func:`prepare_resume`): an empty
+``resume=`` is an error; ``steps`` must exceed the step the run reached (its model.zip or newest checkpoint); a
+damaged checkpoint or replay buffer is skipped for the previous intact one, with a warning; rows of eval.csv and
+progress.csv past the checkpoint move to ``<name>.superseded.csv``; a newer model.zip is never replaced by an
+older model. Models and checkpoints are saved without pickles and replay buffers as arrays
+(``model_replay_buffer_<n>_steps.npz``); loading goes through :func:`agents.loading.load_sb3_model`, which never
+unpickles (an old ``.pkl`` buffer is refused, never loaded). The end of training is saved as a checkpoint too.
 
 ``run(cfg)`` is the whole program; ``main`` is only the Hydra wrapper (tests call ``run``).
 """
@@ -47,7 +53,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.registry import COUNT, NATURAL, Rule, check_ranges, check_writable_folder, register_configs
+from agents.registry import COUNT, NATURAL, SEED, Rule, check_ranges, check_writable_folder, register_configs
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 log = logging.getLogger("train")
@@ -98,7 +104,7 @@ class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)  # env=<conf/env/*.yaml>
     algo: Any = None  # algo=<conf/algo/*.yaml>, typed by its own schema (agents.registry)
     steps: int = "${algo.default_steps}"  # type: ignore[assignment]  # env steps, summed over the n_envs envs
-    seed: int = 0
+    seed: int = 0  # 0 .. 2**32 - 1, like eval.seed and evaluate.py's seed
     out: str = "runs"  # root folder; each run writes <out>/<env>__<algo>__<seed>__<time>/
     n_envs: int = 1  # vectorised training envs
     vec_env: VecEnv = VecEnv.dummy
@@ -113,13 +119,13 @@ class TrainConfig:
 #: ranges of the top-level keys (types are the schema's).
 TOP_RULES: dict[str, Rule] = {
     "steps": NATURAL,
-    "seed": NATURAL,
+    "seed": SEED,
     "n_envs": COUNT,
     "threads": COUNT,
     "checkpoint_freq": COUNT,
     "eval.freq": NATURAL,
     "eval.episodes": COUNT,
-    "eval.seed": NATURAL,
+    "eval.seed": SEED,
 }
 
 
@@ -205,6 +211,9 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
                          f"valid top-level keys: {valid}") from None
     assert isinstance(plain, dict)
     check_ranges(plain, TOP_RULES)
+    from agents.registry import check_env_kwargs
+
+    check_env_kwargs(str(plain["env"]["id"]), plain["env"].get("kwargs"))
     if plain["device"] == "cuda":
         import torch
 
@@ -266,6 +275,8 @@ def make_env(env_cfg: dict[str, Any]) -> Any:
         raise ValueError(f"env id {env_id!r} cannot be made ({err}); registered suite ids: {list(PROBLEMS)}") from None
     except ModuleNotFoundError as err:
         raise ValueError(f"env {env_id!r} is registered but a module it needs is missing ({err})") from None
+    except TypeError as err:  # a constructor argument of the wrong kind that the env did not check itself
+        raise ValueError(f"env.kwargs of {env_id} are invalid ({str(err).splitlines()[0]})") from None
 
 
 def check_fit(prepared: Prepared) -> tuple[Any, int]:
@@ -399,6 +410,8 @@ class Resume:
     run_dir: Path
     checkpoint: Path | None = None
     start_step: int = 0
+    buffer: Path | None = None  # the replay buffer (arrays) saved with the checkpoint, if any
+    reached: int = 0  # the furthest step the run had reached (its model.zip or newest checkpoint)
 
 
 def _parsed_overrides(overrides: list[str] | None) -> list[tuple[str, Any]]:
@@ -415,8 +428,10 @@ def prepare_resume(cfg: DictConfig, overrides: list[str] | None = None) -> tuple
     """The saved configuration of the run ``cfg.resume`` (plus ``steps``, ``progress``, ``device``, ``threads``
     from the command line) and where it continues. Raises ValueError for anything else on the command line,
     a folder that is not a run, an algo that cannot resume or a budget already reached."""
-    from agents.loading import latest_checkpoint
+    from agents.loading import load_run_config
 
+    if cfg.get("resume") is None or not str(cfg.resume).strip():
+        raise ValueError("resume= is empty: expected a training run folder, e.g. resume=runs/uec-v0__sac__0__<time>")
     run_dir = Path(str(cfg.resume))
     if not (run_dir / "config.yaml").is_file():
         raise ValueError(f"resume={run_dir} is not a training run folder: it has no config.yaml")
@@ -425,13 +440,19 @@ def prepare_resume(cfg: DictConfig, overrides: list[str] | None = None) -> tuple
     if refused:
         raise ValueError(f"resume={run_dir} continues the run with its saved config.yaml; the command line may "
                          f"only set {list(RESUME_KEYS)}, not {refused}")
-    saved = OmegaConf.load(run_dir / "config.yaml")
+    try:
+        saved = load_run_config(run_dir)
+    except ValueError as err:
+        raise ValueError(f"resume={run_dir}: {err}") from None
     for key, value in given:
         OmegaConf.update(saved, key, value, force_add=True)
     saved.resume = str(run_dir)
     if "env" in saved:  # the saved algo already holds the env's overrides (and the command line's on top)
         saved.env.algo_overrides = {}
-    prepared = prepare(saved)
+    try:
+        prepared = prepare(saved)
+    except ValueError as err:
+        raise ValueError(f"resume={run_dir}: its {run_dir / 'config.yaml'} is invalid: {err}") from None
     check_writable_folder("resume", run_dir)
     if prepared.spec.kind == "reference":
         raise ValueError(f"resume={run_dir} is a run of the non-learning policy {prepared.spec.name}: nothing to resume")
@@ -445,14 +466,81 @@ def prepare_resume(cfg: DictConfig, overrides: list[str] | None = None) -> tuple
                 a.kind == "custom" and "resume" in inspect.signature(a.load_target()).parameters)]
             raise ValueError(f"algo={prepared.spec.name} cannot resume a run; algos that can: {resumable}")
         return prepared, Resume(run_dir)
-    latest = latest_checkpoint(run_dir)
-    if latest is None:
+    return prepared, choose_checkpoint(run_dir, prepared)
+
+
+def _checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """Every SB3 checkpoint of a run, newest first (the interrupt checkpoint first among equal steps)."""
+    from agents.loading import _CHECKPOINT
+
+    found = []
+    for path in (run_dir / "checkpoints").glob("model_*_steps.zip"):
+        match = _CHECKPOINT.match(path.name)
+        if match:
+            found.append((int(match.group(2)), bool(match.group(1)), path))
+    return [(steps, path) for steps, _, path in sorted(found, reverse=True)]
+
+
+def choose_checkpoint(run_dir: Path, prepared: Prepared) -> Resume:
+    """The newest intact checkpoint of an SB3 run (and its replay buffer), falling back past damaged ones with a
+    warning; refuses a budget the run already reached (its model.zip or any checkpoint) and old pickled buffers."""
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+    from agents.loading import ModelFileError, UnsafeFileError, model_steps, read_model_data, replay_buffer_file
+
+    found = _checkpoints(run_dir)
+    if not found:
         raise ValueError(f"resume={run_dir} has no checkpoint to continue from (checkpoints/model_*_steps.zip)")
-    checkpoint, start = latest
-    if prepared.steps <= start:
-        raise ValueError(f"steps={prepared.steps} is invalid for resume={run_dir}: its latest checkpoint "
-                         f"{checkpoint.name} is at step {start}; expected steps > {start}")
-    return prepared, Resume(run_dir, checkpoint, start)
+    final = model_steps(run_dir / "model.zip") if (run_dir / "model.zip").is_file() else None
+    reached = max([found[0][0], final or 0])
+    if prepared.steps <= reached:
+        where = "model.zip" if final is not None and final >= found[0][0] else f"checkpoint {found[0][1].name}"
+        raise ValueError(f"steps={prepared.steps} is invalid for resume={run_dir}: the run already reached step "
+                         f"{reached} ({where}); expected steps > {reached}")
+    off_policy = issubclass(prepared.spec.load_target(), OffPolicyAlgorithm)
+    skipped: list[str] = []
+    for start, checkpoint in found:
+        try:
+            read_model_data(checkpoint)
+        except ModelFileError as err:
+            skipped.append(f"{checkpoint.name} ({err})")
+            continue
+        buffer = None
+        if off_policy:
+            npz, pkl = replay_buffer_file(checkpoint), replay_buffer_file(checkpoint, ".pkl")
+            if npz.is_file():
+                problem = _buffer_problem(npz)
+                if problem is not None:
+                    skipped.append(f"{npz.name} ({problem})")
+                    continue
+                buffer = npz
+            elif pkl.is_file():
+                raise UnsafeFileError(
+                    f"resume={run_dir}: the replay buffer of {checkpoint.name} is a pickle ({pkl.name}), which this "
+                    "version never loads (it could run code); delete it to resume with an empty replay buffer")
+        for line in skipped:
+            log.warning("skipping a damaged checkpoint file: %s", line)
+        if skipped:
+            log.warning("resuming from the previous intact checkpoint %s (step %d)", checkpoint.name, start)
+        return Resume(run_dir, checkpoint, start, buffer, reached)
+    raise ModelFileError(f"resume={run_dir}: no intact checkpoint to continue from; damaged: {'; '.join(skipped)}")
+
+
+def _buffer_problem(path: Path) -> str | None:
+    """Why a saved replay buffer cannot be read back (None when every array reads), without unpickling."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            for name in archive.files:
+                archive[name]
+            if not {"pos", "full"} <= set(archive.files):
+                return "not a replay buffer file: no pos/full"
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        return f"truncated or damaged: {err}"
+    return None
 
 
 def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
@@ -465,7 +553,7 @@ def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
     from agents.callbacks import TrainingInterrupted
 
     resume: Resume | None = None
-    if cfg.get("resume"):
+    if cfg.get("resume") is not None:  # an empty resume= is an error, not a fresh run
         prepared, resume = prepare_resume(cfg, overrides)
     else:
         prepared = prepare(cfg, overrides)
@@ -473,6 +561,16 @@ def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
     top = prepared.cfg
     probe_env, mask_dim = check_fit(prepared)
     probe_env.close()
+    if resume is not None and resume.checkpoint is not None:  # before anything runs: does the checkpoint fit the env?
+        from agents.loading import _check_space, read_model_data
+
+        data = read_model_data(resume.checkpoint)[1]
+        try:
+            for key in ("observation_space", "action_space"):
+                _check_space(data.get(key), getattr(probe_env, key), key, str(resume.checkpoint))
+        except ValueError as err:
+            raise ValueError(f"resume={resume.run_dir}: its config.yaml names env {prepared.env['id']} "
+                             f"({prepared.env.get('name')}), which does not fit its checkpoint: {err}") from None
 
     import torch
 
@@ -590,14 +688,30 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
                resume: Resume | None = None) -> None:
     """Build (or, resuming, load) the SB3 model and learn; a stop signal ends it at the next env step with
     model.zip, an interrupt checkpoint and (off-policy) its replay buffer saved and the logs flushed."""
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import HParam
     from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from agents.callbacks import GracefulInterrupt, PeriodicEvalCallback, StopOnInterrupt, configure_logger
-    from agents.loading import MODEL_FILE, SB3ModelPolicy, replay_buffer_file
+    from agents.callbacks import (
+        GracefulInterrupt,
+        PeriodicEvalCallback,
+        SafeCheckpointCallback,
+        StopOnInterrupt,
+        configure_logger,
+        drop_rows_after,
+        save_checkpoint,
+    )
+    from agents.loading import (
+        MODEL_FILE,
+        SB3ModelPolicy,
+        load_replay_buffer,
+        load_sb3_model,
+        model_steps,
+        replay_buffer_file,
+        save_sb3_model,
+    )
     from agents.registry import resolve_policy_kwargs
 
     top, spec, algo = prepared.cfg, prepared.spec, dict(prepared.algo)
@@ -616,13 +730,18 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
             venv = make_vec_env(lambda: make_env(prepared.env), n_envs=n_envs, seed=int(top.seed) + start,
                                 vec_env_cls=vec_cls)
         if resume is not None and resume.checkpoint is not None:
-            model = cls.load(resume.checkpoint, env=venv, device=str(top.device))
-            buffer = replay_buffer_file(resume.checkpoint)
-            if off_policy and buffer.is_file():
-                model.load_replay_buffer(buffer)
-                log.info("replay buffer of %d transitions loaded from %s", model.replay_buffer.size(), buffer.name)
+            model = load_sb3_model(resume.checkpoint, cls, env=venv, algo_cfg=algo, device=str(top.device))
+            if off_policy and resume.buffer is not None:
+                load_replay_buffer(model.replay_buffer, resume.buffer)
+                log.info("replay buffer of %d transitions loaded from %s", model.replay_buffer.size(), resume.buffer.name)
             elif off_policy:
-                log.warning("%s has no replay buffer %s: resuming with an empty one", run_dir, buffer.name)
+                log.warning("%s has no replay buffer %s: resuming with an empty one", run_dir,
+                            replay_buffer_file(resume.checkpoint).name)
+            for name in ("eval.csv", "progress.csv"):  # one row per step: rows past the checkpoint move aside
+                moved = drop_rows_after(run_dir / name, start)
+                if moved:
+                    log.warning("moved %d rows of %s past step %d (the checkpoint resumed from) to %s", moved, name,
+                                start, f"{Path(name).stem}.superseded.csv")
         else:
             kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy",
                                                                  "policy_kwargs")}
@@ -645,8 +764,8 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
 
         eval_freq = int(top.eval.freq) or 10**12
         callbacks = CallbackList([
-            CheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), str(run_dir / "checkpoints"), "model",
-                               save_replay_buffer=off_policy),
+            SafeCheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), run_dir / "checkpoints",
+                                   save_replay_buffer=off_policy),
             PeriodicEvalCallback(eval_env,
                                  lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
                                  seeds, eval_freq, run_dir / "eval.csv", reference, reference_name, bound),
@@ -655,16 +774,18 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         state.started = True
         model.learn(total_timesteps=prepared.steps - start, callback=callbacks, log_interval=1,
                     progress_bar=bool(top.progress), reset_num_timesteps=resume is None)
-        saved = [MODEL_FILE]
-        if interrupt.requested:
-            checkpoint = run_dir / "checkpoints" / f"model_interrupted_{model.num_timesteps}_steps.zip"
-            model.save(checkpoint)
-            saved.append(str(checkpoint.relative_to(run_dir)))
-            if off_policy:
-                buffer = replay_buffer_file(checkpoint)
-                model.save_replay_buffer(buffer)
-                saved.append(str(buffer.relative_to(run_dir)))
-        model.save(run_dir / MODEL_FILE)
+        saved = []
+        prefix = "model_interrupted" if interrupt.requested else "model"
+        checkpoint = run_dir / "checkpoints" / f"{prefix}_{model.num_timesteps}_steps.zip"
+        if interrupt.requested or not checkpoint.is_file():  # the end is a checkpoint too: a later resume continues here
+            saved += [str(p.relative_to(run_dir)) for p in save_checkpoint(model, checkpoint, off_policy)]
+        existing = model_steps(run_dir / MODEL_FILE) if (run_dir / MODEL_FILE).is_file() else None
+        if existing is not None and existing > model.num_timesteps:  # never replace a newer model with an older one
+            log.warning("kept %s (step %d): it is newer than this model (step %d)", MODEL_FILE, existing,
+                        model.num_timesteps)
+        else:
+            save_sb3_model(model, run_dir / MODEL_FILE)
+            saved.insert(0, MODEL_FILE)
         logger.close()  # flushes TensorBoard and progress.csv
         venv.close()
         if interrupt.requested:

@@ -16,6 +16,7 @@ import csv
 import io
 import logging
 import math
+import os
 import re
 import signal
 from collections.abc import Callable
@@ -280,6 +281,77 @@ class ContinuedCSVOutputFormat(CSVOutputFormat):
         self.separator = ","
         self.quotechar = '"'
         self.file.seek(0, io.SEEK_END)
+
+
+def drop_rows_after(path: Path, step: int, columns: tuple[str, ...] = ("step", "time/total_timesteps")) -> int:
+    """Move the rows of a run's CSV log (``eval.csv``, ``progress.csv``) whose step is past ``step`` into
+    ``<name>.superseded.csv`` beside it, so that a resumed run logs each step once; returns how many moved.
+
+    The step column is the first of ``columns`` in the header; a file without one is left alone."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return 0
+    with path.open(newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        rows = list(reader)
+    column = next((header.index(c) for c in columns if header and c in header), None)
+    if column is None:
+        return 0
+
+    def past(row: list[str]) -> bool:
+        try:
+            return float(row[column]) > step
+        except (IndexError, ValueError):
+            return False
+
+    keep, moved = [r for r in rows if not past(r)], [r for r in rows if past(r)]
+    if not moved:
+        return 0
+    aside = path.with_name(f"{path.stem}.superseded.csv")
+    new_aside = not aside.exists()
+    with aside.open("a", newline="") as handle:
+        writer = csv.writer(handle)
+        if new_aside:
+            writer.writerow(header)
+        writer.writerows(moved)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(keep)
+    os.replace(tmp, path)
+    return len(moved)
+
+
+class SafeCheckpointCallback(BaseCallback):
+    """Every ``save_freq`` calls save ``<save_path>/model_<steps>_steps.zip`` in the safe format (no pickles,
+    :func:`agents.loading.save_sb3_model`) and, for off-policy algorithms, the replay buffer as arrays
+    (``model_replay_buffer_<steps>_steps.npz``) first: a checkpoint exists only once its buffer is complete."""
+
+    def __init__(self, save_freq: int, save_path: Path, save_replay_buffer: bool = False) -> None:
+        super().__init__()
+        self.save_freq = int(save_freq)
+        self.save_path = Path(save_path)
+        self.save_replay_buffer = save_replay_buffer
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.save_freq == 0:
+            save_checkpoint(self.model, self.save_path / f"model_{self.num_timesteps}_steps.zip",
+                            self.save_replay_buffer)
+        return True
+
+
+def save_checkpoint(model: Any, path: Path, with_buffer: bool) -> list[Path]:
+    """Save the replay buffer (if ``with_buffer``) then the model of a checkpoint; returns the files written."""
+    from agents.loading import replay_buffer_file, save_replay_buffer, save_sb3_model
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    if with_buffer and getattr(model, "replay_buffer", None) is not None:
+        written.append(save_replay_buffer(model.replay_buffer, replay_buffer_file(path)))
+    written.append(save_sb3_model(model, path))
+    return written
 
 
 def configure_logger(folder: Path, resume: bool = False) -> Logger:

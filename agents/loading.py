@@ -5,6 +5,15 @@ evaluate.py can compare ``policies=[rescue, corais_greedy, runs/uec-v0__sac__0__
 folder (its ``config.yaml`` names the algo, ``model.zip`` holds the final model), a learned policy
 registered by an ``agents.<problem>`` package (:func:`register_learned_policy`, e.g. the shipped CoRaiS
 dispatcher), or a non-learning policy of ``offline.registry``.
+
+Loading never executes code from a file. :func:`load_sb3_model` is the project's one SB3 loader: it reads a
+``model.zip``'s ``data`` as JSON and rebuilds each pickled (``:serialized:``) entry itself (spaces from the env,
+schedules from their plain numbers or the run's config, the policy class from the algorithm's own aliases, classes
+in ``policy_kwargs`` from :data:`ALLOWED_CLASSES`, run-time state as None) through SB3's ``custom_objects`` hook;
+any other pickled entry is refused with :class:`UnsafeFileError` naming the file and the key, and the parameters
+load with ``torch.load(weights_only=True)``. Models are saved without pickles (:func:`save_sb3_model`), replay
+buffers as arrays (:func:`save_replay_buffer`, read back with ``np.load(allow_pickle=False)``; an old ``.pkl``
+buffer is refused, never unpickled), and the trainers' ``.pt`` files load through :func:`safe_torch_load`.
 """
 
 from __future__ import annotations
@@ -166,8 +175,8 @@ class SB3ModelPolicy:
         if seed is not None and not self.deterministic:
             import torch
 
-            torch.manual_seed(seed)
-            np.random.seed(seed)  # noqa: NPY002 (SB3 DQN explores with the global generator)
+            torch.manual_seed(int(seed) % 2**63)  # episode seeds (offline.protocol.episode_seed) exceed 32 bits
+            np.random.seed(int(seed) % 2**32)  # noqa: NPY002 (SB3 DQN explores with the global generator)
 
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         kwargs: dict[str, Any] = {}
@@ -235,21 +244,33 @@ def latest_checkpoint(run_dir: Path | str) -> tuple[Path, int] | None:
     return path, steps
 
 
-def replay_buffer_file(checkpoint: Path) -> Path:
-    """The replay buffer saved next to an SB3 checkpoint (SB3's CheckpointCallback naming)."""
+def replay_buffer_file(checkpoint: Path, suffix: str = ".npz") -> Path:
+    """The replay buffer saved next to an SB3 checkpoint (``model[_interrupted]_replay_buffer_<n>_steps.npz``;
+    ``suffix=".pkl"`` names the pickle older versions wrote there, which is never loaded)."""
     match = _CHECKPOINT.match(checkpoint.name)
     if not match:
         raise ValueError(f"{checkpoint.name} is not named like a checkpoint (model[_interrupted]_<n>_steps.zip)")
     prefix = "model_interrupted" if match.group(1) else "model"
-    return checkpoint.with_name(f"{prefix}_replay_buffer_{match.group(2)}_steps.pkl")
+    return checkpoint.with_name(f"{prefix}_replay_buffer_{match.group(2)}_steps{suffix}")
 
 
 def load_run_config(run_dir: Path) -> Any:
-    """The resolved configuration a run saved (raises a clear error for a folder that is not a run)."""
+    """The resolved configuration a run saved; a clear error names config.yaml when it is missing, does not
+    parse, or is not a run's configuration (a mapping with ``env.id`` and ``algo.name``)."""
     config_file = Path(run_dir) / "config.yaml"
     if not config_file.is_file():
         raise ValueError(f"{run_dir} is not a training run folder: it has no config.yaml")
-    return OmegaConf.load(config_file)
+    try:
+        cfg = OmegaConf.load(config_file)
+    except Exception as err:  # yaml.YAMLError, OmegaConf errors, UnicodeDecodeError: any garbage
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{config_file} does not parse as a run configuration ({first})") from None
+    env_id = cfg.get("env", {}).get("id") if OmegaConf.is_dict(cfg) and OmegaConf.is_dict(cfg.get("env")) else None
+    algo = cfg.get("algo") if OmegaConf.is_dict(cfg) else None
+    if not isinstance(env_id, str) or not OmegaConf.is_dict(algo) or not isinstance(algo.get("name"), str):
+        raise ValueError(f"{config_file} is not a run configuration: expected a mapping with env.id and algo.name "
+                         "(the config.yaml train.py saves)")
+    return cfg
 
 
 def load_run_policy(
@@ -276,10 +297,466 @@ def load_run_policy(
     model_file = run_dir / (checkpoint or MODEL_FILE)
     if not model_file.is_file():
         raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")
-    model = spec.load_target().load(model_file, device=device)
-    if model.observation_space.shape != env.observation_space.shape:
-        raise ValueError(
-            f"run {run_dir.name} was trained on observations of shape {model.observation_space.shape}, "
-            f"the env gives {env.observation_space.shape} (different env kwargs, e.g. UEC's lp_features or OINC's observation=extended?)"
-        )
+    model = load_sb3_model(model_file, spec.load_target(), observation_space=env.observation_space,
+                           action_space=env.action_space, algo_cfg=cfg.algo, device=device)
     return SB3ModelPolicy(model, name=f"{spec.name}:{run_dir.name}", deterministic=deterministic)
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading without executing code: SB3 models, replay buffers, torch model files
+# --------------------------------------------------------------------------------------------------
+
+
+class ModelFileError(ValueError):
+    """A model, checkpoint or replay-buffer file the project cannot load: missing, truncated or damaged."""
+
+
+class UnsafeFileError(ModelFileError):
+    """A file that would need code to load (a pickled object): refused, and nothing in it is run."""
+
+
+#: ``:serialized:`` (pickled) entries of an SB3 model's ``data`` that :func:`load_sb3_model` rebuilds itself; the
+#: pickle is never decoded. Spaces come from the env, schedules from the plain numbers beside them (or the run's
+#: config), classes from the algorithm's own policy aliases and :data:`ALLOWED_CLASSES`; the rest is run-time
+#: state that SB3 recreates at the next ``learn`` (last observation, episode-statistics deques, parameter views).
+REBUILT_ENTRIES: dict[str, str] = {
+    "observation_space": "the env's observation space",
+    "action_space": "the env's action space",
+    "policy_class": "the algorithm's policy alias",
+    "policy_kwargs": "plain values, classes from ALLOWED_CLASSES",
+    "lr_schedule": "learning_rate",
+    "learning_rate": "ConstantSchedule value or the config's learning_rate",
+    "exploration_schedule": "DQN rebuilds it from its exploration_* numbers",
+    "clip_range": "ConstantSchedule value or the config's clip_range",
+    "clip_range_vf": "ConstantSchedule value, the config's clip_range_vf or None",
+    "train_freq": "the config's update_ratio / train_freq",
+    "replay_buffer_class": "SB3's default buffer for the space",
+    "rollout_buffer_class": "SB3's default buffer for the space",
+    "_last_obs": "None (the env is reset before training)",
+    "_last_original_obs": "None",
+    "_last_episode_starts": "None",
+    "ep_info_buffer": "None (a fresh statistics window)",
+    "ep_success_buffer": "None",
+    "critic_parameters": "views rebuilt by _setup_model",
+    "critic_target_parameters": "views rebuilt by _setup_model",
+}
+#: Classes a model's ``policy_kwargs`` may name (``*_class``, ``*_fn``, ``head``); nothing else is imported.
+ALLOWED_CLASSES: set[str] = {
+    "agents.aset.extractor.TimeConvExtractor",
+    "agents.uec.sac_head.UECActionScorer",
+    "stable_baselines3.common.torch_layers.FlattenExtractor",
+    "stable_baselines3.common.torch_layers.CombinedExtractor",
+    "stable_baselines3.common.torch_layers.NatureCNN",
+    *(f"torch.nn.modules.activation.{n}" for n in ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid")),
+    "torch.nn.modules.linear.Identity",
+    *(f"torch.optim.{m}.{n}" for m, n in (("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"), ("sgd", "SGD"))),
+}
+_BUFFER_MODULES = ("stable_baselines3.common.buffers", "sb3_contrib.common.maskable.buffers")
+_CLASS_REPR = re.compile(r"^<class '([A-Za-z_][\w.]*)'>$")
+_CONSTANT = re.compile(r"ConstantSchedule\(val=([-+0-9.eE]+|inf|nan)\)")
+
+
+def _is_pickled(value: Any) -> bool:
+    """An SB3 data entry stored as a pickle (or, in a model re-saved safely, its plain description only)."""
+    return isinstance(value, dict) and (":serialized:" in value or ":type:" in value)
+
+
+def allowed_class(name: Any, where: str) -> type:
+    """The class ``name`` (``pkg.mod.Class``, ``pkg.mod:Class``, ``<class '...'>`` or a class) if it is in
+    :data:`ALLOWED_CLASSES`; UnsafeFileError otherwise (nothing is imported)."""
+    if isinstance(name, type):
+        path = f"{name.__module__}.{name.__qualname__}"
+    else:
+        text = str(name)
+        match = _CLASS_REPR.match(text)
+        path = (match.group(1) if match else text).replace(":", ".")
+    if path not in ALLOWED_CLASSES:
+        raise UnsafeFileError(f"{where}={str(name)!r} is not a class this loader accepts; allowed: {sorted(ALLOWED_CLASSES)} "
+                              "(agents.loading.ALLOWED_CLASSES)")
+    module, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _safe_policy_kwargs(value: Any, file: str) -> dict[str, Any]:
+    """A model's policy_kwargs with every class-valued entry checked against the allow-list."""
+    items = {k: v for k, v in value.items() if not str(k).startswith(":")} if _is_pickled(value) else dict(value)
+    out: dict[str, Any] = {}
+    for key, item in items.items():
+        if key == "head" or key.endswith(("_class", "_fn")):
+            if item is None:
+                out[key] = None
+            elif key == "head" and isinstance(item, str) and not _CLASS_REPR.match(item):
+                allowed_class(item, f"{file}: policy_kwargs.{key}")
+                out[key] = item  # the policy imports the allowed "module:Class" string itself
+            else:
+                out[key] = allowed_class(item, f"{file}: policy_kwargs.{key}")
+        elif isinstance(item, str) and _CLASS_REPR.match(item):
+            raise UnsafeFileError(f"{file}: policy_kwargs.{key}={item!r} names a class, which this loader only "
+                                  "accepts in *_class, *_fn or head entries")
+        else:
+            out[key] = item
+    return out
+
+
+def _schedule_value(entry: Any, fallback: Any, key: str, file: str) -> float | None:
+    """The constant of a pickled schedule (from its plain description), else ``fallback`` (the config's)."""
+    if isinstance(entry, (int, float)) and not isinstance(entry, bool):
+        return float(entry)
+    text = " ".join(str(v) for k, v in entry.items() if not str(k).startswith(":")) if isinstance(entry, dict) else ""
+    match = _CONSTANT.search(text)
+    if match:
+        return float(match.group(1))
+    if isinstance(fallback, (int, float)) and not isinstance(fallback, bool):
+        return float(fallback)
+    raise ModelFileError(f"{file}: the schedule {key!r} is not a constant this loader can rebuild and the run's "
+                         f"config gives no number for it")
+
+
+def _check_space(entry: Any, space: Any, key: str, file: str) -> None:
+    """Refuse a model whose recorded space differs from the env's (type and shape, from the plain description)."""
+    if not isinstance(entry, dict):
+        return
+    recorded = _CLASS_REPR.match(str(entry.get(":type:", "")))
+    kind = recorded.group(1).rpartition(".")[2] if recorded else None
+    shape = entry.get("_shape")
+    ours = tuple(space.shape) if getattr(space, "shape", None) is not None else None
+    what = "observations" if key == "observation_space" else "actions"
+    if kind is not None and kind != type(space).__name__:
+        raise ModelFileError(f"{file} was trained on {what} of type {kind}, the env gives {type(space).__name__} "
+                             "(another env, or a config.yaml naming another env than the run's?)")
+    if isinstance(shape, list) and ours is not None and tuple(shape) != ours:
+        raise ModelFileError(
+            f"{file} was trained on {what} of shape {tuple(shape)}, the env gives {ours} (different env kwargs, e.g. "
+            "UEC's lp_features or OINC's observation=extended, or a config.yaml naming another env than the run's?)")
+    n = entry.get("n")
+    if kind == "Discrete" and n is not None and str(n) != str(int(space.n)):
+        raise ModelFileError(f"{file} was trained on {int(n) if str(n).isdigit() else n} actions, the env has "
+                             f"{int(space.n)} (another env or other env kwargs?)")
+
+
+def read_model_data(path: Path | str) -> tuple[bytes, dict[str, Any]]:
+    """(the file's bytes, its ``data`` JSON) of an SB3 ``model.zip``, read once; ModelFileError when the file is
+    missing, truncated or not an SB3 model archive. Nothing is unpickled."""
+    import io
+    import json
+    import zipfile
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ModelFileError(f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            damaged = archive.testzip()
+            if damaged is not None:
+                raise ModelFileError(f"{path} is damaged: its member {damaged!r} fails its checksum")
+            if "data" not in archive.namelist():
+                raise ModelFileError(f"{path} is truncated, damaged or not an SB3 model: the archive has no 'data' "
+                                     "entry")
+            data = json.loads(archive.read("data").decode())
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, zipfile.LargeZipFile) as err:
+        raise ModelFileError(f"{path} is truncated or damaged: not a readable model archive ({err})") from None
+    if not isinstance(data, dict):
+        raise ModelFileError(f"{path} is not an SB3 model: its 'data' entry is not a JSON object")
+    return raw, data
+
+
+def model_steps(path: Path | str) -> int | None:
+    """The env steps a saved SB3 model had done (its ``num_timesteps``, plain JSON); None when unreadable."""
+    try:
+        value = read_model_data(path)[1].get("num_timesteps")
+    except ModelFileError:
+        return None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def safe_custom_objects(data: dict[str, Any], cls: type, *, observation_space: Any, action_space: Any,
+                        algo_cfg: Any = None, file: str = "model.zip", need_spaces: bool = True) -> dict[str, Any]:
+    """The replacement of every pickled entry of ``data`` (SB3's ``custom_objects``): rebuilt, never unpickled.
+
+    Raises UnsafeFileError naming the file and the key for an entry outside :data:`REBUILT_ENTRIES`, a class
+    outside :data:`ALLOWED_CLASSES` or an ``env`` entry (SB3 would make an env from it).
+    """
+    from stable_baselines3.common.utils import FloatSchedule
+
+    algo = dict(OmegaConf.to_container(algo_cfg, resolve=True)) if OmegaConf.is_config(algo_cfg) else dict(algo_cfg or {})
+    if "env" in data:
+        raise UnsafeFileError(f"refusing to load {file}: its data has an 'env' entry (SB3 would build an env from it)")
+    custom: dict[str, Any] = {}
+    for key, entry in data.items():
+        if key == "policy_kwargs" and isinstance(entry, dict):
+            custom[key] = _safe_policy_kwargs(entry, file)
+            continue
+        if not _is_pickled(entry):
+            continue
+        if key not in REBUILT_ENTRIES:
+            kind = entry.get(":type:", "?")
+            raise UnsafeFileError(
+                f"refusing to load {file}: its data entry {key!r} is a pickled object ({kind}), which this loader "
+                f"never unpickles; entries it rebuilds itself: {sorted(REBUILT_ENTRIES)}")
+        if key in ("observation_space", "action_space"):
+            space = observation_space if key == "observation_space" else action_space
+            if space is None and not need_spaces:  # a pre-check of the file only (check_run_model)
+                custom[key] = None
+                continue
+            if space is None:
+                raise ModelFileError(f"loading {file} needs the env's {key} (it is rebuilt from the env, not unpickled)")
+            _check_space(entry, space, key, file)
+            custom[key] = space
+        elif key == "policy_class":
+            custom[key] = _policy_class(cls, entry, algo.get("policy"), file)
+        elif key == "lr_schedule":  # SB3 rebuilds it from learning_rate in _setup_model anyway
+            rate = data.get("learning_rate")
+            custom[key] = FloatSchedule(_schedule_value(entry if _is_pickled(rate) else rate, algo.get("learning_rate"),
+                                                        key, file))
+        elif key == "learning_rate":
+            custom[key] = _schedule_value(entry, algo.get("learning_rate"), key, file)
+        elif key == "clip_range_vf" and algo.get(key) is None and not _CONSTANT.search(str(entry)):
+            custom[key] = None
+        elif key in ("clip_range", "clip_range_vf"):
+            custom[key] = _schedule_value(entry, algo.get(key), key, file)
+        elif key == "train_freq":
+            from agents.off_policy import update_schedule
+
+            frequency, unit = entry.get("frequency"), entry.get("unit")
+            ratio = algo.get("update_ratio")
+            if isinstance(frequency, int) and not isinstance(frequency, bool) and unit in ("step", "episode"):
+                custom[key] = (frequency, unit)  # the plain description save_sb3_model writes
+            else:
+                custom[key] = update_schedule(ratio)[0] if ratio else int(algo.get("train_freq") or 1)
+        elif key in ("replay_buffer_class", "rollout_buffer_class"):
+            module = entry.get("__module__")
+            if module not in _BUFFER_MODULES:
+                raise UnsafeFileError(f"refusing to load {file}: {key} comes from {module!r}; this loader rebuilds "
+                                      f"only the default buffers of {list(_BUFFER_MODULES)}")
+            custom[key] = None  # SB3 picks its default buffer for the space
+        else:
+            custom[key] = None
+    return custom
+
+
+def _policy_class(cls: type, entry: dict[str, Any], configured: Any, file: str) -> type:
+    """The policy class among the algorithm's own aliases: the configured one, else the one the file describes."""
+    aliases = dict(getattr(cls, "policy_aliases", {}) or {})
+    if isinstance(configured, str) and configured in aliases:
+        return aliases[configured]
+    names = set(re.findall(r"<function (\w+)\.", " ".join(str(v) for v in entry.values())))
+    module = entry.get("__module__")
+    for candidate in aliases.values():
+        if candidate.__module__ == module and candidate.__name__ in names:
+            return candidate
+    if len(set(aliases.values())) == 1:
+        return next(iter(aliases.values()))
+    raise UnsafeFileError(f"refusing to load {file}: its policy_class is not one of {cls.__name__}'s policies "
+                          f"{sorted(aliases)} (give algo.policy in the run's config.yaml)")
+
+
+def load_sb3_model(path: Path | str, cls: type, *, observation_space: Any = None, action_space: Any = None,
+                   env: Any = None, algo_cfg: Any = None, device: str = "cpu") -> Any:
+    """Load an SB3 ``model.zip`` of algorithm ``cls`` reading only JSON and tensors (the project's one SB3 loader).
+
+    Every pickled entry of the archive's ``data`` is replaced by :func:`safe_custom_objects` (SB3's
+    ``custom_objects`` hook) or refused with :class:`UnsafeFileError` naming the file and the key; the parameters
+    load with ``torch.load(weights_only=True)``. ``env`` (a VecEnv, for training on) gives the spaces when they
+    are not passed. A missing, truncated or damaged file raises :class:`ModelFileError`.
+    """
+    import io
+    import pickle
+
+    path = Path(path)
+    if env is not None:
+        observation_space = observation_space or env.observation_space
+        action_space = action_space or env.action_space
+    raw, data = read_model_data(path)
+    custom = safe_custom_objects(data, cls, observation_space=observation_space, action_space=action_space,
+                                 algo_cfg=algo_cfg, file=str(path))
+    leftover = [k for k, v in data.items() if _is_pickled(v) and k not in custom]
+    assert not leftover, leftover  # every pickled entry is replaced: SB3 never decodes one
+    try:
+        return cls.load(io.BytesIO(raw), env=env, device=device, custom_objects=custom)
+    except pickle.UnpicklingError as err:
+        raise UnsafeFileError(f"refusing to load {path}: a tensor file inside it is not weights-only (it would need "
+                              f"code to unpickle: {str(err).splitlines()[0] if str(err) else err})") from None
+    except (RuntimeError, EOFError, KeyError, AssertionError, TypeError, ValueError) as err:
+        if isinstance(err, ModelFileError):
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelFileError(f"{path} cannot be loaded as a {cls.__name__} model for this env ({first})") from None
+
+
+def check_run_model(path: Path | str) -> None:
+    """Before an evaluation writes anything: the model file of a run folder (or the checkpoint ``path`` names)
+    holds nothing this project would refuse to load (:func:`safe_custom_objects` for SB3 runs, spaces aside: they
+    are checked against the env at load; a weights-only read for custom trainers' ``.pt`` files); raises the
+    loader's error otherwise."""
+    run_dir, checkpoint = split_run_path(path)
+    cfg = load_run_config(run_dir)
+    spec = get_spec(cfg.algo)
+    if spec.kind == "reference":
+        return
+    if spec.kind == "custom":
+        model_file = run_dir / (checkpoint or "model.pt")
+        if model_file.is_file():
+            safe_torch_load(model_file)
+        return
+    model_file = run_dir / (checkpoint or MODEL_FILE)
+    if not model_file.is_file():
+        raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")
+    data = read_model_data(model_file)[1]
+    safe_custom_objects(data, spec.load_target(), observation_space=None, action_space=None, algo_cfg=cfg.algo,
+                        file=str(model_file), need_spaces=False)
+
+
+def safe_torch_load(path: Path | str, device: str = "cpu", what: str = "model file") -> Any:
+    """``torch.load(path, weights_only=True)`` with the project's errors: UnsafeFileError for a file that needs
+    code to unpickle, ModelFileError for a missing, truncated or damaged one."""
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise UnsafeFileError(
+            f"refusing to load {str(path)!r}: it is not a weights-only {what} (only tensors and plain values are "
+            f"allowed; files the project writes are). Details: {str(err).splitlines()[0] if str(err) else err}"
+        ) from None
+    except (OSError, EOFError, RuntimeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelFileError(f"{path} cannot be read as a {what}: truncated or damaged ({first})") from None
+
+
+# ------------------------------------------------------------------------------------------- replay buffers
+
+#: array attributes of SB3's ReplayBuffer / DictReplayBuffer saved by :func:`save_replay_buffer`
+_BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+
+
+def save_replay_buffer(buffer: Any, path: Path | str) -> Path:
+    """Save an SB3 replay buffer as arrays (``np.savez``; no pickle), atomically (a temporary file renamed)."""
+    import os
+
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {"pos": np.asarray(int(buffer.pos)), "full": np.asarray(bool(buffer.full))}
+    for name in _BUFFER_ARRAYS:
+        value = getattr(buffer, name, None)
+        if isinstance(value, dict):
+            for key, array in value.items():
+                arrays[f"{name}/{key}"] = np.asarray(array)
+        elif value is not None:
+            arrays[name] = np.asarray(value)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)
+    os.replace(tmp, path)
+    return path
+
+
+def load_replay_buffer(buffer: Any, path: Path | str) -> None:
+    """Fill ``buffer`` (the model's freshly built one) from :func:`save_replay_buffer`'s file.
+
+    Reads with ``np.load(allow_pickle=False)``: UnsafeFileError for object arrays, ModelFileError for a
+    truncated file or arrays whose names, shapes or dtypes differ from the buffer's.
+    """
+    import zipfile
+
+    path = Path(path)
+    if path.suffix == ".pkl":
+        raise UnsafeFileError(f"refusing to load {path}: replay buffers saved as pickles are never loaded (they "
+                              "could run code); delete it to resume with an empty replay buffer")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except ValueError as err:
+        if "allow_pickle" in str(err) or "pickled" in str(err):
+            raise UnsafeFileError(f"refusing to load {path}: it holds pickled objects, not plain arrays") from None
+        raise ModelFileError(f"{path} is truncated or damaged: {err}") from None
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as err:
+        raise ModelFileError(f"{path} is truncated or damaged: {err}") from None
+    expected: dict[str, np.ndarray] = {}
+    for name in _BUFFER_ARRAYS:
+        value = getattr(buffer, name, None)
+        if isinstance(value, dict):
+            expected.update({f"{name}/{key}": array for key, array in value.items()})
+        elif value is not None:
+            expected[name] = value
+    missing = sorted(({*expected, "pos", "full"}) - set(arrays))
+    if missing:
+        raise ModelFileError(f"{path} is not a replay buffer of this run: it lacks {missing}")
+    for name, target in expected.items():
+        array = arrays[name]
+        if array.shape != target.shape or array.dtype != target.dtype:
+            raise ModelFileError(f"{path}: {name} has shape {array.shape} {array.dtype}, this run's buffer "
+                                 f"{target.shape} {target.dtype} (another buffer_size, n_envs or env?)")
+    pos, full = int(arrays["pos"]), bool(arrays["full"])
+    if not 0 <= pos < buffer.buffer_size:
+        raise ModelFileError(f"{path}: pos={pos} is outside the buffer (size {buffer.buffer_size})")
+    for name, target in expected.items():
+        target[...] = arrays[name]
+    buffer.pos, buffer.full = pos, full
+
+
+def strip_pickles(raw: bytes, describe: dict[str, dict[str, Any]] | None = None) -> bytes:
+    """An SB3 model archive with the pickles of its ``data`` removed (each entry keeps its plain description, which
+    :func:`load_sb3_model` rebuilds from; ``describe`` adds plain fields to entries); every other member is copied
+    unchanged."""
+    import io
+    import json
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive, zipfile.ZipFile(out, "w") as target:
+        for item in archive.infolist():
+            payload = archive.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(payload)
+                for value in data.values():
+                    if isinstance(value, dict):
+                        value.pop(":serialized:", None)
+                for key, fields in (describe or {}).items():
+                    if isinstance(data.get(key), dict):
+                        data[key].update(fields)
+                payload = json.dumps(data, indent=4).encode()
+            target.writestr(item, payload)
+    return out.getvalue()
+
+
+def save_sb3_model(model: Any, path: Path | str) -> Path:
+    """Save an SB3 model in the safe format (no pickles; :func:`strip_pickles`), atomically: a temporary file
+    renamed over ``path``, so a crash mid-save never leaves a truncated model."""
+    import io
+    import os
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    model.save(buffer)
+    describe = {}
+    train_freq = getattr(model, "train_freq", None)
+    if train_freq is not None and hasattr(train_freq, "frequency"):  # a NamedTuple: SB3 pickles it without fields
+        describe["train_freq"] = {"frequency": int(train_freq.frequency), "unit": str(train_freq.unit.value)}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(strip_pickles(buffer.getvalue(), describe))
+    os.replace(tmp, path)
+    return path
+
+
+def load_run_model(model_file: Path | str, device: str = "cpu") -> Any:
+    """The SB3 model of a run's ``model.zip`` or checkpoint, loaded safely (:func:`load_sb3_model`) with the
+    spaces of the env its config.yaml names (what ``DiscreteSAC.load(path)`` was, for files in the safe format)."""
+    from envs.problems import make
+
+    model_file = Path(model_file)
+    run_dir, _ = split_run_path(model_file)
+    cfg = load_run_config(run_dir)
+    env_cfg = OmegaConf.to_container(cfg.env, resolve=True)
+    env = make(str(env_cfg["id"]), env_cfg.get("kwargs") or {}, env_cfg.get("wrappers") or ())
+    try:
+        return load_sb3_model(model_file, get_spec(cfg.algo).load_target(), observation_space=env.observation_space,
+                              action_space=env.action_space, algo_cfg=cfg.algo, device=device)
+    finally:
+        env.close()

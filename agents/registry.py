@@ -251,6 +251,10 @@ NON_NEGATIVE: Rule = (lambda v: _number(v) and v >= 0, "a finite number >= 0")
 UNIT: Rule = (lambda v: _number(v) and 0 < v <= 1, "a number in (0, 1]")
 PROBABILITY: Rule = (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]")
 COUNT: Rule = (lambda v: _integer(v) and v >= 1, "an integer >= 1")
+#: every seed key (train.py's seed and eval.seed, evaluate.py's seed) has this one range: numpy's legacy seeding,
+#: which SB3 uses, takes 32-bit seeds.
+SEED_MAX = 2**32 - 1
+SEED: Rule = (lambda v: _integer(v) and 0 <= v <= SEED_MAX, "an integer in [0, 2**32 - 1] (0..4294967295)")
 NATURAL: Rule = (lambda v: _integer(v) and v >= 0, "an integer >= 0")
 OPTIONAL_POSITIVE: Rule = (lambda v: v is None or (_number(v) and v > 0), "null or a finite number > 0")
 
@@ -307,7 +311,7 @@ ALGO_RULES: dict[str, Rule] = {
     "eval_instances": COUNT,
     "eval_episodes": COUNT,
     "eval_time_limit": POSITIVE,
-    "eval_seed": NATURAL,
+    "eval_seed": SEED,
     "checkpoint_every": COUNT,
 }
 
@@ -339,6 +343,40 @@ def check_algo_ranges(algo: Mapping[str, Any]) -> None:
             f"algo.batch_size={algo['batch_size']} is invalid: expected 1 <= batch_size <= "
             f"algo.buffer_size={algo['buffer_size']}"
         )
+
+
+#: keyword arguments gym.make consumes itself (not the env's constructor)
+GYM_MAKE_KWARGS = ("render_mode", "max_episode_steps", "disable_env_checker")
+
+
+def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any] | None, key: str = "env.kwargs") -> None:
+    """Raise ValueError naming an ``env.kwargs`` entry the env's constructor does not take, listing the accepted
+    ones (before any env is made; an unknown id is left to the caller's own error)."""
+    import inspect
+
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the suite's problems)
+
+    if not kwargs:
+        return
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"{key}={kwargs!r} is invalid: expected a mapping of constructor arguments of {env_id}")
+    try:
+        entry = gym.spec(str(env_id)).entry_point
+        target = import_path(entry) if isinstance(entry, str) else entry
+        params = inspect.signature(target).parameters
+    except Exception:  # an unknown id or an entry point without a signature: the env reports it itself
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = sorted({*(n for n, p in params.items() if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                                     inspect.Parameter.KEYWORD_ONLY)),
+                       *GYM_MAKE_KWARGS})
+    unknown = sorted(str(k) for k in kwargs if str(k) not in accepted)
+    if unknown:
+        raise ValueError(f"{key}.{unknown[0]} is not an argument of {env_id}"
+                         f"{f' (nor {unknown[1:]})' if len(unknown) > 1 else ''}; accepted {key}: {accepted}")
 
 
 def check_action_space(spec: AlgoSpec, action_space: spaces.Space, env_id: str, has_masks_method: bool) -> None:

@@ -10,7 +10,8 @@ after a 60-window warm-up so the system holds its steady-state stream population
 (full-edge, lambda = 60 and 100): the old one is the verbatim reference copy that
 tests/aset/test_aset_fast_equals_reference.py checks the new one against, patched into the env. The two
 alternate in ``rounds`` short measurements each (so machine load affects both alike); the median rates
-and their ratio are printed and (unless ``write=false``) written to results/benchmarks/performance.csv.
+and their ratio are printed and (unless ``write=false``) written to outputs/benchmarks/performance.csv
+(``publish=true``: the checked-in results/benchmarks/performance.csv and docs/performance.md).
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class Options:
     seconds: float = 5.0  # wall time per (topology, lambda) measurement; per round with compare=true
     compare: bool = False  # old (pre-issue-17 reference) vs new simulator, full-edge, lambda 60 and 100
     rounds: int = 3  # alternating old/new measurements per lambda with compare=true
-    write: bool = True  # with compare=true: write the rows to results/benchmarks/performance.csv
+    write: bool = True  # with compare=true: write the rows to outputs/benchmarks/performance.csv
+    publish: bool = False  # true: write the checked-in results/benchmarks/performance.csv and docs/performance.md
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
@@ -115,7 +117,7 @@ def _main(args: Options) -> None:
         if args.write:
             from benchmarks.results import write_rows
 
-            write_rows("aset_throughput", rows)
+            write_rows("aset_throughput", rows, publish=args.publish)
         return
     for topology in ("dc-cloud", "co-dc-cloud", "full-edge"):
         for lam in (60.0, 100.0):

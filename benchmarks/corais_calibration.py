@@ -13,8 +13,9 @@ the instance trivial; a lower estimate of the true share where the MILP did not 
 ``proven_nontrivial_share`` = share where a proven lower bound exceeds LB0 (the fluid bound
 ``offline.corais.greedy.fluid_bound``, any scale, or the MILP's dual bound); ``<policy>_gap`` = mean
 R(policy) / R(reference); ``ref_bound_gap`` = mean R(reference) / max(fluid bound, dual bound), how far
-the reference may be from the optimum at most. Writes ``results/corais/calibration.csv``; with
-``shared=true`` also the headline rows to ``benchmarks.results`` (benchmark ``corais_calibration``).
+the reference may be from the optimum at most. Writes ``outputs/corais/calibration.csv`` (``publish=true``: the
+checked-in ``results/corais/calibration.csv``); with ``shared=true`` also the headline rows to
+``benchmarks.results`` (benchmark ``corais_calibration``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from offline.corais.greedy import fluid_bound, list_greedy, local_search
 from offline.corais.milp import solve_exact
 from offline.corais.policies import best_of_random, local_dispatch
 
-OUT = Path(__file__).resolve().parent.parent / "results" / "corais" / "calibration.csv"
+PUBLISHED = Path(__file__).resolve().parent.parent / "results" / "corais" / "calibration.csv"
+OUT = Path(__file__).resolve().parent.parent / "outputs" / "corais" / "calibration.csv"  # git-ignored
 VERSIONS: dict[str, dict[str, Any]] = {"v0": {}, "v1": dict(V1_DEFAULTS)}
 #: Default instances per scale: Table III, IV, V.
 DEFAULT_INSTANCES = {**{s: 30 for s in TRAINING_SCALES}, **{s: 10 for s in GENERALISATION_SCALES},
@@ -104,10 +106,11 @@ def calibrate(version: str, scale: tuple[int, int, int], instances: int, seed: i
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """key=value arguments: versions (v0,v1), scales (N-Q-Z,...), instances (per scale; default by table),
     seed (0), milp_limit (1.0 s), milp_max_vars (40000), ls_limit (local search time cap, 60 s),
-    out (results/corais/calibration.csv), shared (false)."""
+    out (outputs/corais/calibration.csv), shared (false), publish (false: true writes the checked-in
+    results/corais/calibration.csv and, with shared=true, results/benchmarks/performance.csv)."""
     args = dict(a.split("=", 1) for a in (sys.argv[1:] if argv is None else argv))
     unknown = set(args) - {"versions", "scales", "instances", "seed", "milp_limit", "milp_max_vars", "ls_limit", "out",
-                           "shared"}
+                           "shared", "publish"}
     if unknown:
         raise SystemExit(f"error: unknown arguments {sorted(unknown)}; see {main.__doc__}")
     versions = args.get("versions", "v0,v1").split(",")
@@ -116,7 +119,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             raise SystemExit(f"error: versions={v!r} is invalid: expected among {sorted(VERSIONS)}")
     scales = ([parse_scale(s) for s in args["scales"].split(",")] if "scales" in args
               else list(TRAINING_SCALES + GENERALISATION_SCALES + LARGE_SCALES))
-    out = Path(args.get("out", OUT))
+    publish = args.get("publish", "false").lower() in ("1", "true", "yes")
+    out = Path(args.get("out", PUBLISHED if publish else OUT))
     rows = []
     for version in versions:
         for scale in scales:
@@ -137,7 +141,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         write_rows("corais_calibration", [
             {"quantity": f"{r['version']} {r['scale']} {key}", "value": r[key], "unit": "share" if "share" in key else "x"}
             for r in rows for key in ("trivial_share", "local_gap", "random1k_gap", "list_greedy_ls_gap")
-        ])
+        ], publish=publish)
     print(out)
     return rows
 

@@ -32,7 +32,8 @@ class Options:
     samples: int = 1000  # S decisions per instance
     seconds: float = 3.0  # wall time per measurement
     latency: bool = False  # also time the MILP and the CoRaiS policy
-    write: bool = True  # write rows to results/benchmarks/performance.csv
+    write: bool = True  # write rows to outputs/benchmarks/performance.csv
+    publish: bool = False  # true: write the checked-in results/benchmarks/performance.csv and docs/performance.md
 
     def __post_init__(self) -> None:
         if len(self.scale) != 3 or min(self.scale) < 1:
@@ -108,7 +109,7 @@ def _main(args: Options) -> None:
     if args.write:
         from benchmarks.results import write_rows
 
-        write_rows("corais_cost", rows)
+        write_rows("corais_cost", rows, publish=args.publish)
 
 
 if __name__ == "__main__":

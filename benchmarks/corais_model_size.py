@@ -4,7 +4,8 @@
 
 For each run folder (``agents/corais/trainer.py`` output; its ``model_best.pt``) and each decoding (greedy,
 best of 1,000 samples): the mean, min and max over the test seeds of cost / ``list_greedy_ls``'s cost, the
-model's parameter count. Written to ``results/corais/model_size.csv`` with
+model's parameter count. Written to ``outputs/corais/model_size.csv`` (``out=results/corais/model_size.csv`` for
+the checked-in file) with
 the command, so the comparison of the paper-sized network (docs/envs/corais.md) with the CPU recipe comes from a file.
 """
 
@@ -28,7 +29,7 @@ class Options:
     scale: list[int] = field(default_factory=lambda: [10, 5, 100])  # (N, Q, Z)
     seed: int = 10_000  # first test seed
     instances: int = 20  # test seeds seed, seed + 1, ...
-    out: str = "results/corais/model_size.csv"
+    out: str = "outputs/corais/model_size.csv"  # git-ignored; out=results/corais/model_size.csv to publish
 
     def __post_init__(self) -> None:
         if not self.runs:

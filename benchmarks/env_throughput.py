@@ -14,7 +14,8 @@ Vector section: decisions per second of N sub-envs (N in ``sizes``) for UEC-v0's
 CartPole-v1 vector env, under the same random (feasible) policy, all NEXT_STEP autoreset; a decision is a
 sub-env step that is not an autoreset. The three are measured in alternating bursts per N.
 Timings are machine-dependent: quote the ratios, measured in one run. The rows go to
-``results/benchmarks/performance.csv`` (``benchmarks.results``).
+``outputs/benchmarks/performance.csv``; ``publish=true`` writes the checked-in ``results/benchmarks/performance.csv``
+and docs/performance.md's table (``benchmarks.results``).
 """
 
 from __future__ import annotations
@@ -156,7 +157,8 @@ class Options:
     seconds: float = 5.0  # wall time per measurement
     vector_seconds: float = 1.0  # wall time per vector env and N (0: skip the vector section)
     sizes: list[int] = field(default_factory=lambda: [1, 16, 64, 256])  # numbers of sub-envs N
-    write: bool = True  # write the rows to results/benchmarks/performance.csv
+    write: bool = True  # write the rows to outputs/benchmarks/performance.csv
+    publish: bool = False  # true: write the checked-in results/benchmarks/performance.csv and docs/performance.md
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
@@ -200,7 +202,7 @@ def _main(args: Options) -> None:
     if args.write:
         from benchmarks.results import write_rows
 
-        write_rows("env_throughput", rows)
+        write_rows("env_throughput", rows, publish=args.publish)
 
 
 if __name__ == "__main__":

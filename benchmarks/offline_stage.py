@@ -8,7 +8,8 @@
     python -m benchmarks.offline_stage seed=3 episodes=5 write=false     # -h lists the keys
 
 Prints wall and CPU (process) seconds: on a shared machine the CPU time is the steadier figure. Writes its
-rows to results/benchmarks/performance.csv (``benchmarks.results``) unless ``write=false``. The goal of
+rows to outputs/benchmarks/performance.csv (``publish=true``: the checked-in results/benchmarks/performance.csv and
+docs/performance.md; ``benchmarks.results``) unless ``write=false``. The goal of
 issue 15 (offline stage ≤ 5 s at the largest scale) is written as a row too, with the measured ratio to it.
 """
 
@@ -146,7 +147,8 @@ class Options:
     episodes: int = 20  # episodes for the decision-time measurement
     repeats: int = 1  # solves per measurement (median); the compare variants alternate in each repeat
     compare: bool = False  # also compare formulations and HiGHS methods on the default preset
-    write: bool = True  # write the rows to results/benchmarks/performance.csv
+    write: bool = True  # write the rows to outputs/benchmarks/performance.csv
+    publish: bool = False  # true: write the checked-in results/benchmarks/performance.csv and docs/performance.md
 
     def __post_init__(self) -> None:
         if self.seed < 0 or self.episodes < 1 or self.repeats < 1:
@@ -171,7 +173,7 @@ def _main(args: Options) -> None:
     if args.write:
         from benchmarks.results import write_rows
 
-        write_rows("offline_stage", rows)
+        write_rows("offline_stage", rows, publish=args.publish)
 
 
 if __name__ == "__main__":

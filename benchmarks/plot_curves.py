@@ -80,7 +80,7 @@ def plot(runs: list[Path], tags: list[str], out: Path, title: str | None = None)
 class Options:
     runs: list[str] = MISSING  # mandatory: training run folders or glob patterns
     tags: list[str] = field(default_factory=lambda: ["eval/mean_reward", "rollout/ep_rew_mean"])  # one panel each
-    out: str = "docs/learning_curve.png"
+    out: str = "outputs/learning_curve.png"  # git-ignored; give out=docs/img/<name>.png to update a docs figure
     title: str | None = None
 
     def __post_init__(self) -> None:

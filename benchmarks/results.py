@@ -1,5 +1,8 @@
 """One results file for every benchmark: ``results/benchmarks/performance.csv``.
 
+Benchmarks write it (and refresh docs/performance.md's table) only with ``publish=true``; otherwise their rows go
+to ``outputs/benchmarks/performance.csv`` (git-ignored), so a run never changes checked-in files by accident.
+
 Each benchmark calls :func:`write_rows` once at the end of a run with its measured rows; the rows of that
 benchmark already in the file are replaced, the other benchmarks' rows are kept. Every row carries the
 command that made it, the machine, the commit and the date, so the docs' Performance table (docs/performance.md,
@@ -19,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 RESULTS_FILE = Path(__file__).resolve().parent.parent / "results" / "benchmarks" / "performance.csv"
+#: where a benchmark writes its rows without publish=true (git-ignored)
+OUT_FILE = Path(__file__).resolve().parent.parent / "outputs" / "benchmarks" / "performance.csv"
 COLUMNS: tuple[str, ...] = ("benchmark", "quantity", "value", "unit", "ratio_to", "ratio", "command",
                             "machine", "commit", "date")
 
@@ -60,10 +65,24 @@ def command_line() -> str:
 
 
 def write_rows(benchmark: str, rows: Iterable[Mapping[str, object]], path: Path | None = None,
-               command: str | None = None) -> Path:
+               command: str | None = None, publish: bool = False) -> Path:
     """Replace ``benchmark``'s rows in the results file by ``rows`` (keys: quantity, value, unit and
-    optionally ratio_to, ratio); provenance columns are filled in here. Returns the file's path."""
-    path = Path(path or RESULTS_FILE)
+    optionally ratio_to, ratio); provenance columns are filled in here. Returns the file's path.
+
+    The file is ``path`` when given; otherwise ``outputs/benchmarks/performance.csv`` (git-ignored), or, with
+    ``publish=True``, the checked-in ``results/benchmarks/performance.csv`` and docs/performance.md's table (the
+    files that changed are printed)."""
+    if path is None and publish:
+        before = {f: f.read_bytes() if f.is_file() else None for f in (RESULTS_FILE, PAGE)}
+        written = write_rows(benchmark, rows, RESULTS_FILE, command or command_line())
+        PAGE.write_text(page_with_table(PAGE.read_text(encoding="utf-8"), read_rows()), encoding="utf-8")
+        changed = [str(f.relative_to(PAGE.parents[1])) for f, old in before.items()
+                   if (f.read_bytes() if f.is_file() else None) != old]
+        print(f"publish=true changed {len(changed)} file(s)" + "".join(f"\n  {c}" for c in changed))
+        return written
+    if path is None:
+        print("(publish=true writes the checked-in results/benchmarks/performance.csv and docs/performance.md)")
+    path = Path(path or OUT_FILE)
     stamp = {"machine": machine(), "commit": commit(), "command": command or command_line(),
              "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     new = []
@@ -122,8 +141,17 @@ def page_with_table(page: str, rows: list[dict[str, str]]) -> str:
     return f"{head}{TABLE_BEGIN}\n{markdown_table(rows)}\n{TABLE_END}{tail}"
 
 
-def main() -> None:
-    """Regenerate the Performance table of docs/performance.md from the results file."""
+def main(argv: list[str] | None = None) -> None:
+    """``python -m benchmarks.results [publish=true]``: print the Performance table built from the results file;
+    with ``publish=true`` write it into docs/performance.md."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if any(a not in ("publish=true", "publish=false") for a in args):
+        print(f"error: {args} is not understood; usage: python -m benchmarks.results [publish=true]", file=sys.stderr)
+        sys.exit(2)
+    if "publish=true" not in args:
+        print(markdown_table(read_rows()))
+        print("(publish=true writes this table into docs/performance.md)")
+        return
     PAGE.write_text(page_with_table(PAGE.read_text(encoding="utf-8"), read_rows()), encoding="utf-8")
     print(f"updated the performance table in {PAGE}")
 

@@ -15,7 +15,8 @@ same script, alternately (``rounds``), under the same load. A measurement builds
 ``train.py`` does (its ``prepare`` with ``env=<env> algo=<algo>`` and the ``extra`` overrides), learns
 ``warmup`` env steps (the warm-up fills the replay buffer), then times ``measure`` more env steps of
 learning; in the same process it times a uniformly random feasible policy on the same env. The ratio
-learner/random says how much of training is the learner. Rows go to ``results/benchmarks/performance.csv``.
+learner/random says how much of training is the learner. Rows go to ``outputs/benchmarks/performance.csv``
+(``publish=true``: the checked-in ``results/benchmarks/performance.csv`` and docs/performance.md).
 Timings are machine-dependent: quote the ratios, measured in one run.
 """
 
@@ -109,7 +110,8 @@ class Options:
     quality: bool = False  # also run train.py to the end at both commits (final reward, wall time)
     seeds: list[int] = field(default_factory=lambda: [0, 1])  # quality runs' training seeds
     steps: int = 0  # quality runs' env steps (0: the algo's default budget)
-    write: bool = True  # write rows to results/benchmarks/performance.csv
+    write: bool = True  # write rows to outputs/benchmarks/performance.csv
+    publish: bool = False  # true: write the checked-in results/benchmarks/performance.csv and docs/performance.md
 
     def __post_init__(self) -> None:
         for case in self.cases:
@@ -214,7 +216,7 @@ def _main(args: Options) -> None:
     if args.write:
         from benchmarks.results import write_rows
 
-        write_rows("training_speed" + (f" ({args.label})" if args.label else ""), rows)
+        write_rows("training_speed" + (f" ({args.label})" if args.label else ""), rows, publish=args.publish)
 
 
 if __name__ == "__main__":

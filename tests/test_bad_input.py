@@ -175,6 +175,10 @@ TRAIN_CASES: list[tuple[str, str]] = [
     ("algo.ent_coef_init=0", "ent_coef_init"), ("algo.update_ratio=0", "update_ratio"),
     ("algo.policy_kwargs.net_arch=huge", "net_arch"), ("+algo.policy_kwargs.head=agents.nowhere:Head", "head"),
     ("env.wrappers=[offline.uec.features:LPFeatures] vec_env=native", "vec_env"),
+    # issue 26: one seed range for every seed key, unknown env kwargs and added keys named before any folder
+    ("seed=4294967296", "seed"), ("seed=9223372036854775808", "seed"), ("eval.seed=18446744073709551616", "eval.seed"),
+    ("+env.kwargs.foo=1", "foo"), ("+env.kwargs.reserved_priorty=preempt", "reserved_priorty"),
+    ("+quickk=1", "quickk"), ("+eval.foo=1", "foo"),
 ]
 DQN_CASES: list[tuple[str, str]] = [
     ("algo.exploration_fraction=1.5", "exploration_fraction"), ("algo.exploration_final_eps=-0.1", "exploration_final_eps"),
@@ -229,6 +233,13 @@ EVALUATE_CASES: list[tuple[list[str], str]] = [
     (["env=oinc-v0", "policies=[greedy+nope]"], "nope"), (["env=corais-v0", "policies=[corais_2k]"], "corais_2k"),
     (["env=aset-v0", "policies=[fastest]"], "fastest"), (["+evaluation_kwargs.no_such_option=1"], "no_such_option"),
     (["env=corais-v0", "+evaluation_kwargs.reference=nope"], "reference"),
+    # issue 26: unknown keys (added ones too), env kwargs and seeds, before anything is written
+    (["+quickk=1"], "quickk"), (["+env.kwargs.foo=1"], "foo"), (["env=oinc-v0", "+env.kwargs.reserved_priority=x"],
+                                                                  "reserved_priority"),
+    (["seed=4294967296"], "seed"), (["seed=18446744073709551616"], "seed"), (["+env.typo=1"], "typo"),
+    (["experiment=papers", "+quickk=1"], "quickk"), (["experiment=papers", "instances=3"], "instances"),
+    (["experiment=papers", "publish=maybe"], "publish"), (["experiment=ladder", "+ladder_env=[UEC-v0]"], "ladder_env"),
+    (["experiment=rescue_fig7", "+publish=true"], "publish"),
 ]
 
 
@@ -254,6 +265,11 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("train.py", ["out=/proc/edge_sched_gym_not_writable"], "out"),
     ("evaluate.py", ["instances=0"], "instances"),
     ("evaluate.py", ["out=/proc/edge_sched_gym_not_writable"], "out"),
+    ("train.py", ["resume="], "resume"),
+    ("train.py", ["seed=9223372036854775808"], "seed"),
+    ("train.py", ["+env.kwargs.foo=1"], "foo"),
+    ("evaluate.py", ["+quickk=1"], "quickk"),
+    ("evaluate.py", ["+env.kwargs.foo=1"], "foo"),
 ]
 
 

@@ -163,6 +163,29 @@ def test_contract__step_after_the_episode_ended_raises_until_reset(env_id, wrapp
     env.step(feasible_action(env, info))  # a new episode steps again
 
 
+@pytest.mark.parametrize("wrapped", [True, False], ids=["gym.make", "unwrapped"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_contract__step_after_close_raises_runtime_error_until_reset(env_id, wrapped):
+    env = make(env_id) if wrapped else make_unwrapped(env_id)
+    obs, info = env.reset(seed=0)
+    action = feasible_action(env, info)
+    env.close()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="close"):
+            env.step(action)
+    obs, info = env.reset(seed=0)  # a reset starts over
+    env.step(feasible_action(env, info))
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_contract__render_mode_none_is_accepted_by_every_env(env_id):
+    for env in (make(env_id, render_mode=None), make_unwrapped(env_id, render_mode=None)):
+        assert env.render_mode is None
+        env.reset(seed=0)
+    with pytest.raises(ValueError, match="render_mode"):
+        make_unwrapped(env_id, render_mode="no-such-mode")
+
+
 # ----------------------------------------------------------------------------------- reset options
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_contract__unknown_reset_options_are_named_with_the_valid_ones(env_id):

@@ -69,18 +69,19 @@ def test_evaluate__same_seeds_give_the_same_table(tmp_path):
     assert [{k: r[k] for k in keep} for r in first] == [{k: r[k] for k in keep} for r in second]
 
 
-def test_evaluate__default_out_folder_is_under_results(tmp_path, monkeypatch, capsys):
+def test_evaluate__default_out_folder_is_under_the_git_ignored_outputs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     cfg = config("env=uec-v0", "env.kwargs.scenario=tiny", "policies=[random]", "instances=1", "episodes=1")
     out = evaluate.run(cfg)
-    assert out.parent == Path("results") and out.name.startswith("uec-v0__")
+    assert out.parent == Path("outputs") and out.name.startswith("uec-v0__")
+    assert not (tmp_path / "results").exists()
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(out)
 
 
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("policies=[rescue,nonsense]", r"nonsense.*valid policies: \['cvs', 'pickconfigs'"),
+        ("policies=[rescue,nonsense]", r"nonsense.*valid policies: \['cvs', (.*, )?'pickconfigs'"),
         ("instances=0", "instances=0 is invalid"),
         ("episodes=-2", "episodes=-2 is invalid"),
         ("seed=-1", "seed=-1 is invalid"),

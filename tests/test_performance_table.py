@@ -26,7 +26,7 @@ def test_docs_performance_table_equals_the_results_file():
     assert rows, "results/benchmarks/performance.csv is missing: run the benchmarks (docs/performance.md)"
     assert PAGE == ROOT / "docs" / "performance.md"
     page = PAGE.read_text(encoding="utf-8")
-    assert page == page_with_table(page, rows), "docs/performance.md's table is stale: run `python -m benchmarks.results`"
+    assert page == page_with_table(page, rows), "docs/performance.md's table is stale: run `python -m benchmarks.results publish=true`"
     for row in rows:  # every row says where it comes from
         assert row["command"].startswith("python -m benchmarks.") and row["commit"] and row["machine"], row
 

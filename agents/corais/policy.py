@@ -8,7 +8,6 @@ reads ``env.unwrapped.instance``; greedy uses the observation only.
 
 from __future__ import annotations
 
-import pickle
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -83,18 +82,18 @@ def load_model(path: Path, device: str = "cpu") -> tuple[CoRaiSNet, dict[str, An
     The file is read with ``torch.load(..., weights_only=True)``: a file that needs anything beyond
     tensors and plain values to unpickle (e.g. crafted to run code) is refused with ValueError.
     """
+    from agents.loading import ModelFileError, safe_torch_load
+
     path = Path(path)
-    try:
-        blob = torch.load(path, map_location=device, weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise ValueError(
-            f"refusing to load {str(path)!r}: it is not a weights-only model file (only tensors and plain "
-            f"values are allowed; files written by save_model are). Details: {err}"
-        ) from None
+    blob = safe_torch_load(path, device, what="model file")  # UnsafeFileError: "refusing to load ... not a weights-only"
     if not (isinstance(blob, dict) and isinstance(blob.get("model_config"), dict) and "state_dict" in blob):
-        raise ValueError(f"{str(path)!r} is not a CoRaiS model file: expected a dict with 'model_config' and 'state_dict'")
-    model = CoRaiSNet(ModelConfig(**blob["model_config"])).to(device)
-    model.load_state_dict(blob["state_dict"])
+        raise ModelFileError(f"{str(path)!r} is not a CoRaiS model file: expected a dict with 'model_config' and 'state_dict'")
+    try:
+        model = CoRaiSNet(ModelConfig(**blob["model_config"])).to(device)
+        model.load_state_dict(blob["state_dict"])
+    except (TypeError, RuntimeError, ValueError) as err:
+        raise ModelFileError(f"{str(path)!r} does not hold a CoRaiS model this code can build "
+                             f"({str(err).splitlines()[0]})") from None
     model.eval()
     return model, {k: v for k, v in blob.items() if k != "state_dict"}
 

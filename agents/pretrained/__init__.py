@@ -4,8 +4,9 @@ Each sub-folder of ``agents/pretrained/`` is a slim training run: the run's ``co
 ``model.zip`` and ``provenance.yaml`` (the command that trained it, commit, machine, date, steps, wall time
 and its last in-training evaluation). The model file keeps what acting needs (the SAC actor, the DQN
 online Q-network); the critics, target networks and optimiser states are zeroed and the archive deflated
-so that it fits in git. It loads with stable-baselines3 as usual and acts exactly as the trained run;
-fine-tuning it would restart the critics from zero.
+so that it fits in git. The archive holds no pickles (the safe format: its ``data`` keeps only JSON, and
+:func:`agents.loading.load_sb3_model` rebuilds spaces, schedules and classes itself); it acts exactly as the
+trained run; fine-tuning it would restart the critics from zero.
 
     python evaluate.py env=uec-v0 "policies=[pretrained:uec-v0-sac,rescue,pickconfigs]"
     python evaluate.py env=oinc-v0 "policies=['oinc=pretrained:oinc-v0-sacd',liu_aret]" env.kwargs.observation=extended
@@ -92,6 +93,9 @@ def slim_model(source: Path, target: Path, algo: str) -> None:
                 for key in ("critic_parameters", "critic_target_parameters", "batch_norm_stats",
                             "batch_norm_stats_target"):
                     data.pop(key, None)
+                for value in data.values():  # the safe format: no pickles (agents.loading.load_sb3_model)
+                    if isinstance(value, dict):
+                        value.pop(":serialized:", None)
                 payload = json.dumps(data, indent=4).encode()
             elif item.filename.endswith("optimizer.pth"):  # no Adam moments: a valid state for load_state_dict
                 payload = _rewrite_torch(payload, lambda state: {**state, "state": {}})

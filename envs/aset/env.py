@@ -210,9 +210,17 @@ class ASETEnv(gym.Env):
         self.state = State()
         self.last_result = None
         self._needs_reset = False
+        self._closed = False
         return self._observe(None), self._info(None, "")
 
+    def close(self) -> None:
+        """Release the episode; ``step()`` then raises RuntimeError until the next ``reset()``."""
+        self._closed = True
+        super().close()
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if getattr(self, "_closed", False):
+            raise RuntimeError("step() after close(): the env is closed; call reset() (or make a new env) first")
         if self._needs_reset:
             raise RuntimeError("call reset() before step() (at the start and after the episode ended)")
         policy = self._check_action(action)

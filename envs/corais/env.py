@@ -99,11 +99,13 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     - ``flat_observation``: False (default) or True to flatten the two observation arrays.
     - ``characteristic``: None (default) or one of ``CHARACTERISTICS`` ("load_balancing",
       "workload_perception", "heterogeneity"): serve the paper's Table-VI test instances (scale (5, 5, Z)).
+    - ``render_mode``: None (the only mode: the env does not render), accepted like every env of the suite.
 
     ## Version History
     - v0: initial version (cost model reconstructed in design/corais.md). Later, without a new id (no
       default and no valid call changes): unknown reset options, a negative ``instance_seed`` or reset
-      seed, a non-bool ``flat_observation`` and float actions raise ValueError.
+      seed, a non-bool ``flat_observation`` and float actions raise ValueError; ``render_mode=None`` is
+      accepted and ``step()`` after ``close()`` raises RuntimeError.
     - v1 (``CoRaiSEnvV1``): same dynamics, cost and spaces; the default instance distribution draws
       backlogs with the "load" model (``envs.corais.generator.V1_DEFAULTS``): each edge's backlog compute
       time is U[0, 1] x the batch's fluid level, so queues scale with replicas and load and the optimum
@@ -122,7 +124,12 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         instance_seed: int | None = None,
         flat_observation: bool = False,
         characteristic: str | None = None,
+        render_mode: str | None = None,
     ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None (no rendering)")
+        self.render_mode = render_mode
+        self._closed = False
         if characteristic is not None:
             check_choice("characteristic", characteristic, CHARACTERISTICS)
             z = parse_scale(scale)[2]
@@ -188,6 +195,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             else:
                 self.instance = generate(self.scenario, sub_rng)
         self._done = False
+        self._closed = False
         return self._observation(), {"scale": self.scenario.scale}
 
     def validate_action(self, action: Any) -> np.ndarray:
@@ -205,7 +213,14 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                              f"max {arr.max()}")
         return arr
 
+    def close(self) -> None:
+        """Release the episode; ``step()`` then raises RuntimeError until the next ``reset()``."""
+        self._closed = True
+        super().close()
+
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        if getattr(self, "_closed", False):
+            raise RuntimeError("step() after close(): the env is closed; call reset() (or make a new env) first")
         if self.instance is None or self._done:
             raise RuntimeError(f"call reset() before step(): {self.env_id} episodes are one dispatch long")
         act = self.validate_action(action)

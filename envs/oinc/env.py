@@ -225,9 +225,17 @@ class OINCEnv(gym.Env):
         self.last_allocation: dict[str, np.ndarray] = {}
         arrived = self._begin_slot()
         info = {"t": 0, "jobs_arrived": arrived, "retraining_share_mean": float(self._share.mean())}
+        self._closed = False
         return self._observation(), info
 
+    def close(self) -> None:
+        """Release the episode; ``step()`` then raises RuntimeError until the next ``reset()``."""
+        self._closed = True
+        super().close()
+
     def step(self, action):
+        if getattr(self, "_closed", False):
+            raise RuntimeError("step() after close(): the env is closed; call reset() (or make a new env) first")
         if self._draws is None:
             raise RuntimeError("call reset() before step()")
         if self.t >= self.scenario.horizon:

@@ -117,7 +117,7 @@ def test_train__hydra_rejects_unknown_keys_and_wrong_types_with_the_schemas():
         ("algo.learning_rate=inf", "algo.learning_rate=inf is invalid"),
         ("algo.ent_coef=hot", "algo.ent_coef='hot' is invalid: expected 'auto'"),
         ("steps=-1", "steps=-1 is invalid: expected an integer >= 0"),
-        ("seed=-3", "seed=-3 is invalid: expected an integer >= 0"),
+        ("seed=-3", r"seed=-3 is invalid: expected an integer in \[0, 2\*\*32 - 1\]"),
         ("n_envs=0", "n_envs=0 is invalid: expected an integer >= 1"),
         ("eval.episodes=0", "eval.episodes=0 is invalid: expected an integer >= 1"),
     ],

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 import train
 from agents.callbacks import GracefulInterrupt, TrainingInterrupted
-from agents.loading import latest_checkpoint, replay_buffer_file
+from agents.loading import latest_checkpoint, load_run_model, replay_buffer_file
 from agents.sac import DiscreteSAC
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def test_resume__sigterm_saves_model_checkpoint_and_buffer_then_resume_continues
     checkpoint, stopped_at = latest_checkpoint(run_dir)
     assert checkpoint.name == f"model_interrupted_{stopped_at}_steps.zip" and stopped_at >= 151
     assert replay_buffer_file(checkpoint).is_file() and (run_dir / "model.zip").is_file()
-    assert DiscreteSAC.load(run_dir / "model.zip").num_timesteps == stopped_at
+    assert load_run_model(run_dir / "model.zip").num_timesteps == stopped_at
     assert max(eval_steps(run_dir)) == stopped_at  # evaluated and flushed on the way out
     events_before = sorted(run_dir.glob("events.out.tfevents.*"))
     csv_rows_before = len((run_dir / "progress.csv").read_text().splitlines())
@@ -53,7 +53,7 @@ def test_resume__sigterm_saves_model_checkpoint_and_buffer_then_resume_continues
     total = stopped_at + 150
     overrides = [f"resume={run_dir}", f"steps={total}"]
     assert train.run(compose_cfg(overrides), overrides=overrides) == run_dir  # the same folder
-    model = DiscreteSAC.load(run_dir / "model.zip")
+    model = load_run_model(run_dir / "model.zip")
     assert model.num_timesteps == total
     assert f"replay buffer of {stopped_at - 1} transitions loaded" in (run_dir / "train.log").read_text()
     steps = eval_steps(run_dir)
@@ -66,14 +66,32 @@ def test_resume__sigterm_saves_model_checkpoint_and_buffer_then_resume_continues
     assert min(tb_steps) == 1 and max(tb_steps) == total  # one curve across the interruption
 
 
+def _tiny_model_bytes() -> bytes:
+    """A small SAC model of UEC-v0 saved in the safe format (what checkpoints hold)."""
+    import io
+
+    import gymnasium as gym
+
+    from agents.loading import strip_pickles
+    from agents.masking import infer_mask_dim
+
+    env = gym.make("UEC-v0")
+    model = DiscreteSAC("MlpPolicy", env, mask_dim=infer_mask_dim(env), seed=0, device="cpu", buffer_size=100,
+                        policy_kwargs={"net_arch": [8]})
+    buffer = io.BytesIO()
+    model.save(buffer)
+    return strip_pickles(buffer.getvalue())
+
+
 def _fake_run(tmp_path: Path, algo: str = "sac", env: str = "uec-v0", checkpoint_steps: int = 200) -> Path:
-    """A run folder with the config.yaml train.py saves and an (empty) checkpoint file."""
+    """A run folder with the config.yaml train.py saves and two checkpoint files (real models for SB3 algos)."""
     run_dir = tmp_path / f"{env}__{algo}__0__x"
     (run_dir / "checkpoints").mkdir(parents=True)
     OmegaConf.save(train.prepare(compose_cfg([f"env={env}", f"algo={algo}", "steps=1000"])).cfg,
                    run_dir / "config.yaml")
-    (run_dir / "checkpoints" / f"model_{checkpoint_steps}_steps.zip").touch()
-    (run_dir / "checkpoints" / f"model_interrupted_{checkpoint_steps - 50}_steps.zip").touch()
+    payload = _tiny_model_bytes() if algo == "sac" else b""
+    (run_dir / "checkpoints" / f"model_{checkpoint_steps}_steps.zip").write_bytes(payload)
+    (run_dir / "checkpoints" / f"model_interrupted_{checkpoint_steps - 50}_steps.zip").write_bytes(payload)
     return run_dir
 
 
@@ -85,7 +103,7 @@ def test_resume__uses_the_saved_config_and_refuses_other_overrides_or_a_reached_
     assert resume.checkpoint == run_dir / "checkpoints" / "model_200_steps.zip" and resume.start_step == 200
     with pytest.raises(ValueError, match=r"may only set \['resume', 'steps'.*not \['algo.gamma'\]"):
         train.prepare_resume(compose_cfg([f"resume={run_dir}"]), overrides=[f"resume={run_dir}", "algo.gamma=0.5"])
-    with pytest.raises(ValueError, match=r"steps=200 is invalid .* expected steps > 200"):
+    with pytest.raises(ValueError, match=r"steps=200 is invalid .* reached step 200 .* expected steps > 200"):
         train.prepare_resume(compose_cfg([f"resume={run_dir}"]), overrides=[f"resume={run_dir}", "steps=200"])
     with pytest.raises(ValueError, match="is not a training run folder"):
         train.prepare_resume(compose_cfg([f"resume={tmp_path}"]), overrides=[])
@@ -158,3 +176,50 @@ def test_resume__corais_uec_run_resumes_through_train_py_from_its_newest_checkpo
     assert train.run(compose_cfg(resume), overrides=resume) == run_dir
     assert first < load_model(run_dir / "model.pt")[1]["steps"] >= 150
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2
+
+
+def _eval_rows(path: Path) -> list[int]:
+    with path.open() as handle:
+        return [int(float(row["step"])) for row in csv.DictReader(handle)]
+
+
+def test_resume__exact_about_what_exists_no_pickles_one_row_per_step_and_no_rollback(tmp_path):
+    """Issue 26: the end is a checkpoint too; a reached budget is refused; rows past the resumed checkpoint move
+    aside; an interrupted resume never replaces a newer model.zip; nothing saved is a pickle."""
+    import json
+    import zipfile
+
+    from agents.loading import model_steps
+
+    small = [s for s in SMALL if not s.startswith(("eval.freq", "checkpoint_freq"))]
+    overrides = ["env=uec-v0", "algo=sac", "steps=300", f"out={tmp_path}", "eval.freq=100", "checkpoint_freq=200",
+                 *small]
+    run_dir = train.run(compose_cfg(overrides), overrides=overrides)
+    checkpoints = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert checkpoints == ["model_200_steps.zip", "model_300_steps.zip", "model_replay_buffer_200_steps.npz",
+                           "model_replay_buffer_300_steps.npz"]
+    for model_file in [run_dir / "model.zip", *(run_dir / "checkpoints").glob("*.zip")]:
+        data = json.loads(zipfile.ZipFile(model_file).read("data"))
+        assert not [k for k, v in data.items() if isinstance(v, dict) and ":serialized:" in v], model_file
+    with pytest.raises(ValueError, match=r"already reached step 300"):
+        train.prepare_resume(compose_cfg([f"resume={run_dir}"]), overrides=[f"resume={run_dir}", "steps=300"])
+
+    # an older run's layout: the newest checkpoint (200) is behind model.zip (300) and eval.csv (300)
+    for name in ("model_300_steps.zip", "model_replay_buffer_300_steps.npz"):
+        (run_dir / "checkpoints" / name).unlink()
+    resume = [f"resume={run_dir}", "steps=400"]
+    train.run(compose_cfg(resume), overrides=resume)
+    steps = _eval_rows(run_dir / "eval.csv")
+    assert len(steps) == len(set(steps)) and steps == sorted(steps) and steps[-1] == 400
+    assert all(s > 200 for s in _eval_rows(run_dir / "eval.superseded.csv"))
+    assert model_steps(run_dir / "model.zip") == 400
+
+    # resume again from 200 (drop the newer checkpoints), stopped early: model.zip (400) stays
+    for path in (run_dir / "checkpoints").iterdir():
+        if not path.name.endswith(("_200_steps.zip", "_200_steps.npz")):
+            path.unlink()
+    code, output = interrupt_training([f"resume={run_dir}", "steps=100000"], marker="step 201:", signum=signal.SIGTERM)
+    assert code == 143, output
+    assert "kept model.zip (step 400)" in output and model_steps(run_dir / "model.zip") == 400
+    steps = _eval_rows(run_dir / "eval.csv")
+    assert len(steps) == len(set(steps))

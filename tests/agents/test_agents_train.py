@@ -16,7 +16,7 @@ from stable_baselines3.common.logger import Logger
 
 import envs  # noqa: F401  (registers UEC-v0)
 from agents.dqn import MaskedDQN
-from agents.loading import load_run_policy
+from agents.loading import load_run_model, load_run_policy
 from agents.masking import infer_mask_dim
 from agents.sac import DiscreteSAC
 from offline.protocol import run_episode
@@ -92,7 +92,7 @@ def test_train__sigint_saves_a_checkpoint_and_flushes_the_logs(tmp_path):
 
     events = EventAccumulator(str(run_dir)).Reload()
     assert events.Scalars("eval/mean_reward")  # flushed before exiting
-    DiscreteSAC.load(checkpoints[0])  # the checkpoint is a loadable model
+    load_run_model(checkpoints[0])  # the checkpoint is a loadable model (the safe loader)
 
 
 def _small(cls, env: gym.Env, seed: int):
@@ -175,7 +175,7 @@ def test_train__run_in_process_with_two_envs_and_a_reference_algo(tmp_path):
 
 def test_train__unwritable_out_or_negative_seed_exits_2_before_any_run_folder(tmp_path):
     for override, message in (("out=/proc/x", "error: out=/proc/x is not writable: "),
-                              ("eval.seed=-1", "error: eval.seed=-1 is invalid: expected an integer >= 0")):
+                              ("eval.seed=-1", "error: eval.seed=-1 is invalid: expected an integer in [0, 2**32 - 1]")):
         result = subprocess.run([sys.executable, "train.py", "env=uec-v0", "algo=dqn", "steps=10",
                                  f"out={tmp_path}", override], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert result.returncode == 2, result.stderr
@@ -214,7 +214,7 @@ def test_train__failure_before_training_starts_removes_the_run_folder(tmp_path, 
         (["algo=dqn", "algo.tau=2.0"], r"algo.tau=2.0 is invalid: expected a number in \(0, 1\]"),
         (["algo=dqn", "algo.exploration_initial_eps=0.2", "algo.exploration_final_eps=0.5"],
          r"algo.exploration_final_eps=0.5 is invalid: expected a number in \[0, algo.exploration_initial_eps=0.2\]"),
-        (["algo=corais_uec", "algo.eval_seed=-1"], "algo.eval_seed=-1 is invalid: expected an integer >= 0"),
+        (["algo=corais_uec", "algo.eval_seed=-1"], r"algo.eval_seed=-1 is invalid: expected an integer in \[0, 2\*\*32 - 1\]"),
     ],
 )
 def test_train__algo_ranges_missing_before_are_checked(overrides: list[str], message: str):
@@ -235,7 +235,7 @@ def test_train__native_vector_env_trains_sb3_and_counts_every_sub_env_step(tmp_p
     stdout, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, stdout
     run_dir = Path(stdout.strip().splitlines()[-2].removeprefix("run folder: "))
-    model = MaskedDQN.load(run_dir / "model.zip", device="cpu")
+    model = load_run_model(run_dir / "model.zip")
     assert model.num_timesteps == 400 and model.n_envs == 4
     import pandas as pd
 
