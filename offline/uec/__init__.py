@@ -13,6 +13,7 @@ Importing this package registers, for ``UEC-v0`` (``offline.registry``):
 | ``random``      | accept w.p. ½, uniform safe SSP                                               |
 | ``opportunity_greedy`` | ours: safe SSP maximising R − λ·(expected tera-MAC held), tuned λ        |
 | ``value_bid_price`` | ours: safe SSP maximising R − θ·(opportunity cost from RESCUE's B_k), tuned θ |
+| ``lp_bid_price`` | ours: safe SSP maximising R − θ·(occupancy priced by the duals of RESCUE's P1-LP), tuned θ |
 
 The baselines consider only SSPs that keep every reserved task satisfiable (``info["safe_action_mask"]``).
 

@@ -1,17 +1,23 @@
 """Our strong UEC-v0 heuristics (rung 3 of the reference ladder) — OURS, not from the RESCUE paper.
 
-Both price what an assignment consumes and take the safe SSP with the best profit net of that price:
+All three price what an assignment consumes and take the safe SSP with the best profit net of that price:
 
 | name                  | score of SSP (k, l) for device j at slot t                                      |
 |-----------------------|---------------------------------------------------------------------------------|
 | ``opportunity_greedy``  | R_jkl(t) − λ·W_kl(t), W = expected tera-MAC the task holds on k within the horizon |
 | ``value_bid_price``     | R_jkl(t) − θ·(B_k(t+1) − Σ_d Pr(d_l = d)·B_k(t+d)), B from RESCUE's value functions |
+| ``lp_bid_price``        | R_jkl(t) − θ·Σ_s S_l(s)·μ_k(t+s−1), μ the duals of P1-LP's capacity rows (3b)         |
 
 A task is accepted on the best-scoring SSP if its score is positive (and R > 0), else rejected. Like the
 paper's baselines they consider only the SSPs of ``info["safe_action_mask"]`` (server idle and its reserved
-tasks stay satisfiable for the profile's longest duration), so they are never pre-empted. Both are
+tasks stay satisfiable for the profile's longest duration), so they are never pre-empted. All are
 deterministic. They read the instance (``env.unwrapped.instance``) for R_jkl(t), the duration pmf and the
-capacities; ``value_bid_price`` also reads RESCUE's cached offline solution (``offline.uec.values``).
+capacities; ``value_bid_price`` also reads RESCUE's cached offline solution (``offline.uec.values``) and
+``lp_bid_price`` the duals of the same LP (``offline.uec.duals``, one more HiGHS solve per instance).
+
+``lp_bid_price`` is the one that adapts to the load: its prices are zero where the LP leaves capacity idle and
+grow with the load, so one θ (tuned at mean arrival probabilities 0.2, 0.45 and 0.9 at once) serves them all;
+λ of ``opportunity_greedy`` is a fixed price, best near 0.003 at P̄ = 0.2 and above 0.015 at P̄ = 0.9.
 
 Their parameters (λ, θ) are tuned by ``python -m offline.tuning env=UEC-v0 policy=<name>`` on the tuning
 instances (``offline.partition``) and read from ``offline/uec/tuned.yaml``.
@@ -29,12 +35,15 @@ from envs.uec.types import Instance
 from offline.ladder_spec import tuned_params
 from offline.registry import register_policy
 from offline.uec.baselines import safe_mask
+from offline.uec.duals import capacity_duals, ssp_bid_prices
 from offline.uec.policies import ENV_ID, UECPolicy
 from offline.uec.values import rescue_solution
 
 __all__ = [
+    "LP_BID_DEFAULTS",
     "OPPORTUNITY_DEFAULTS",
     "VALUE_BID_DEFAULTS",
+    "LPBidPricePolicy",
     "NetScoreGreedyPolicy",
     "OpportunityGreedyPolicy",
     "ValueBidPricePolicy",
@@ -46,6 +55,7 @@ _PACKAGE = Path(__file__).parent
 #: Untuned defaults (tuned.yaml overrides them): λ in profit units per tera-MAC, θ dimensionless.
 OPPORTUNITY_DEFAULTS: dict[str, Any] = {"price": 0.01}
 VALUE_BID_DEFAULTS: dict[str, Any] = {"scale": 1.0}
+LP_BID_DEFAULTS: dict[str, Any] = {"scale": 1.0}
 
 
 def _by_time(table: np.ndarray) -> np.ndarray:
@@ -129,6 +139,24 @@ class ValueBidPricePolicy(NetScoreGreedyPolicy):
         return self.scale * value_opportunity_cost(instance)
 
 
+class LPBidPricePolicy(NetScoreGreedyPolicy):
+    """Ours: bid-price control on the duals of RESCUE's P1-LP: the safe SSP maximising
+    R_jkl(t) − θ·Σ_s S_l(s)·μ_k(t+s−1), μ_k(t) the dual price of server k's capacity row at slot t
+    (``offline.uec.duals``). The prices follow the load by construction (zero where the LP leaves capacity
+    idle, so θ = 0 or a slack instance is PickConfigs). Reads the instance and solves P1-LP once per instance."""
+
+    name = "lp_bid_price"
+
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        if not np.isfinite(scale) or scale < 0:
+            raise ValueError(f"scale={scale!r} is invalid: expected a finite number >= 0")
+        self.scale = float(scale)
+
+    def cost(self, instance: Instance) -> np.ndarray:
+        return self.scale * ssp_bid_prices(instance, capacity_duals(instance))
+
+
 @register_policy(ENV_ID, "opportunity_greedy")
 def make_opportunity_greedy(env: gym.Env, price: float | None = None) -> OpportunityGreedyPolicy:
     """Ours: opportunity-cost greedy, R − λ·(expected tera-MAC held); λ from tuned.yaml by default."""
@@ -141,3 +169,10 @@ def make_value_bid_price(env: gym.Env, scale: float | None = None) -> ValueBidPr
     """Ours: bid-price control on RESCUE's value functions, R − θ·(B_k(t+1) − E[B_k(t+d)]); θ from tuned.yaml."""
     params = tuned_params(_PACKAGE, "value_bid_price", VALUE_BID_DEFAULTS)
     return ValueBidPricePolicy(params["scale"] if scale is None else scale)
+
+
+@register_policy(ENV_ID, "lp_bid_price")
+def make_lp_bid_price(env: gym.Env, scale: float | None = None) -> LPBidPricePolicy:
+    """Ours: bid-price control on P1-LP's capacity duals, R − θ·Σ_s S_l(s)·μ_k(t+s−1); θ from tuned.yaml."""
+    params = tuned_params(_PACKAGE, "lp_bid_price", LP_BID_DEFAULTS)
+    return LPBidPricePolicy(params["scale"] if scale is None else scale)

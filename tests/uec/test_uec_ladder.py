@@ -3,7 +3,8 @@
 Properties: the env's realised draws (``episode_draws``) are what ``step`` plays; the hindsight MILP equals
 brute force over every action sequence on tiny episodes and its LP relaxation lies above it; on fuzzed small
 instances no registered policy (nor a random policy that risks pre-emption) earns more than the per-episode
-bound; the tuned policies read tuned.yaml; policies, bounds and tuning are deterministic under their seeds.
+bound; the tuned policies read tuned.yaml; lp_bid_price's prices are P1-LP's duals (complementary slackness)
+and θ = 0 is PickConfigs; policies, bounds and tuning (over several loads too) are deterministic under their seeds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from offline.protocol import MaskedRandomPolicy, run_episode
 from offline.registry import available_policies, make_policy
 from offline.uec import heuristics
 from offline.uec.bounds import episode_bounds, hindsight_model, hindsight_optimum
+from offline.uec.duals import capacity_duals, solve_capacity_duals, ssp_bid_prices
 from offline.uec.ladder import SPEC
+from offline.uec.values import rescue_solution
 
 ENV_ID = "UEC-v0"
 TOL = 1e-6
@@ -114,7 +117,7 @@ def test_bound_is_deterministic_and_above_our_policies_on_the_paper_preset() -> 
     first = episode_bounds({}, 5, 11)
     assert episode_bounds({}, 5, 11) == first
     assert set(first) == {"clairvoyant_hindsight_lp_bound"}
-    for name in ("opportunity_greedy", "value_bid_price", "pickconfigs"):
+    for name in ("lp_bid_price", "opportunity_greedy", "value_bid_price", "pickconfigs"):
         profits = [run_episode(env, make_policy(ENV_ID, name, env), seed=11).total_reward for _ in range(2)]
         assert profits[0] == profits[1]  # deterministic policies
         assert profits[0] <= first["clairvoyant_hindsight_lp_bound"] + TOL
@@ -126,6 +129,7 @@ def test_tuned_policies_read_tuned_yaml() -> None:
     for tuning, attribute, defaults in [
         ("opportunity_greedy", "price", heuristics.OPPORTUNITY_DEFAULTS),
         ("value_bid_price", "scale", heuristics.VALUE_BID_DEFAULTS),
+        ("lp_bid_price", "scale", heuristics.LP_BID_DEFAULTS),
     ]:
         assert tuning in {t.policy for t in SPEC.tuning}
         published = data[tuning]["params"][attribute]
@@ -143,11 +147,48 @@ def test_zero_price_is_pickconfigs() -> None:
         assert run_episode(env, ours, seed=seed).total_reward == run_episode(env, paper, seed=seed).total_reward
 
 
-def test_tuning_is_deterministic_under_its_seed() -> None:
+def test_zero_dual_scale_is_pickconfigs() -> None:
+    env = gym.make(ENV_ID, instance_seed=4, scenario_overrides={"horizon": 60, "mean_arrival_prob": 0.8})
+    ours = make_policy(ENV_ID, "lp_bid_price", env, scale=0.0)
+    paper = make_policy(ENV_ID, "pickconfigs", env)
+    for seed in range(3):
+        assert run_episode(env, ours, seed=seed).total_reward == run_episode(env, paper, seed=seed).total_reward
+
+
+@pytest.mark.parametrize("mean_arrival_prob", [0.2, 0.9])
+def test_capacity_duals_are_the_lp_prices(mean_arrival_prob: float) -> None:
+    """Complementary slackness of P1-LP: a server-slot with a positive price μ_k(t) is full in the LP's optimum,
+    and every SSP the LP uses (y* > 0) passes lp_bid_price's test at θ = 1 (R_jkl(t) ≥ its bid price)."""
+    env = gym.make(ENV_ID, instance_seed=8, scenario_overrides={"horizon": 60, "mean_arrival_prob": mean_arrival_prob})
+    env.reset(seed=0)
+    instance = env.unwrapped.instance
+    duals = capacity_duals(instance)
+    assert duals.shape == (instance.num_servers, instance.horizon) and np.all(duals >= 0)
+    assert np.array_equal(capacity_duals(instance), duals) and solve_capacity_duals(instance) == pytest.approx(duals)
+    solution = rescue_solution(instance)
+    rate = solution.y.sum(axis=0)  # (K, L, T): z_kl(t)
+    survival = instance.duration_survival
+    occupancy = np.zeros_like(duals)
+    for s in range(1, survival.shape[1] + 1):
+        occupancy[:, s - 1 :] += np.einsum("klt,l->kt", rate[:, :, : instance.horizon - s + 1], survival[:, s - 1])
+    res = instance.reserved
+    np.add.at(occupancy, (np.repeat(res.server, instance.horizon), np.tile(np.arange(instance.horizon), len(res))),
+              solution.x.ravel())
+    assert np.all(occupancy[duals > 1e-7] >= 1 - 1e-6)
+    bids = ssp_bid_prices(instance, duals)
+    used = solution.y > 1e-7
+    assert used.any()
+    assert np.all(instance.expected_profit[used] >= np.broadcast_to(bids[None], used.shape)[used] - 1e-6)
+
+
+@pytest.mark.parametrize("policy", ["opportunity_greedy", "lp_bid_price"])
+def test_tuning_is_deterministic_under_its_seed(policy: str) -> None:
+    """Same seed, same trials; lp_bid_price's spec plays every load of its ``settings`` in each trial."""
     from offline.tuning import tune
 
-    small = TuningSpec(policy="opportunity_greedy", space=SPEC.tuning[0].space, instances=1, episodes=2,
-                       env_kwargs={"scenario": "tiny"})
+    spec = next(t for t in SPEC.tuning if t.policy == policy)
+    small = TuningSpec(policy=policy, space=spec.space, instances=1, episodes=2, env_kwargs={"scenario": "tiny"},
+                       objective=spec.objective, settings=spec.settings)
     first = tune(ENV_ID, small, trials=2, seed=3)
     second = tune(ENV_ID, small, trials=2, seed=3)
     assert first[0] == second[0] and first[1] == second[1]
