@@ -11,6 +11,7 @@ import torch
 import yaml
 
 from agents.aset.extractor import TimeConvExtractor
+from agents.loading import PRETRAINED_DIR, pretrained_agents
 from envs.aset.env import ASETEnv
 from envs.aset.types import POLICY_NAMES
 from offline.aset import HINDSIGHT, evaluate_policies
@@ -167,7 +168,10 @@ def test_aset__experiment_configs_name_registered_policies_and_env_fields():
         env = next(d["override /env"] for d in cfg["defaults"] if "override /env" in d)
         assert env in ("aset-v0", "aset-v1"), path.name
         assert set(cfg["env"]["kwargs"]) <= set(yaml.safe_load(Path(ROOT / f"conf/env/{env}.yaml").read_text())["kwargs"])
-        assert set(cfg.get("policies", [])) <= set(available_policies(env.replace("aset", "ASET"))), path.name
+        env_id = env.replace("aset", "ASET")
+        shipped = {f"pretrained:{name}" for name in pretrained_agents()
+                   if yaml.safe_load((PRETRAINED_DIR / name / "config.yaml").read_text())["env"]["id"] == env_id}
+        assert set(cfg.get("policies", [])) <= set(available_policies(env_id)) | shipped, path.name
         for sweep in cfg.get("sweeps", []):
             assert sweep["parameter"].startswith("env.kwargs.")
             assert sweep["values"] and sweep["metrics"]
