@@ -5,6 +5,7 @@ Zeng et al., "Efficient Online DNN Inference with Continuous Learning in Edge Co
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -391,6 +392,17 @@ class OINCEnv(gym.Env):
             axis=1,
         )
         return plan.ravel().astype(np.int64)
+
+    def episode_draws(self) -> EpisodeDraws:
+        """The current episode's exogenous randomness (copies; for clairvoyant bounds and tests).
+
+        Drawn entirely at reset and never changed by actions (tasks, drift uniforms, the jobs drift events would
+        create); which drift events become jobs still depends on the policy.
+        """
+        if self._draws is None:
+            raise RuntimeError("call reset() before episode_draws()")
+        return dataclasses.replace(self._draws, **{f.name: np.array(getattr(self._draws, f.name), copy=True)
+                                                   for f in dataclasses.fields(self._draws)})
 
     @property
     def current_tasks(self) -> tuple[np.ndarray, np.ndarray]:

@@ -84,7 +84,7 @@ class EpisodeData:
     """One episode's exogenous data in LP units (Gcycles, GHz, s): tasks (T, I), potential jobs, edges."""
 
     def __init__(self, env: OINCEnv) -> None:
-        inst, draws, sc = env.instance, env._draws, env.scenario  # the episode's draws
+        inst, draws, sc = env.instance, env.episode_draws(), env.scenario  # the episode's draws
         assert draws is not None
         self.horizon = sc.horizon
         self.num_devices, self.num_edges = inst.num_devices, inst.num_edges

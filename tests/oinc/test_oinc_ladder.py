@@ -142,3 +142,16 @@ def test_oinc_ladder__bounds_are_deterministic_and_tighten_with_the_slo() -> Non
     data = episode_data(env_kwargs, 5, 7)
     strict = weighted_sum_lower_bound(data, slo=True, threshold=1.0)
     assert strict >= first["slo_weighted_sum_bound"] - 1e-6 >= first["weighted_sum_bound"] - 2e-6
+
+
+def test_oinc_episode_draws__are_the_episode_s_tasks_and_a_copy():
+    import gymnasium as gym
+    import numpy as np
+
+    env = gym.make("OINC-v0").unwrapped
+    env.reset(seed=3)
+    draws = env.episode_draws()
+    data_bits, cycles = env.current_tasks
+    assert np.array_equal(draws.data_bits[0], data_bits) and np.array_equal(draws.cycles[0], cycles)
+    draws.cycles[:] = -1.0  # a copy: the env's own draws are untouched
+    assert np.array_equal(env.current_tasks[1], cycles)
