@@ -240,9 +240,13 @@ def plot_env(env_id: str, rows: list[dict[str, Any]], path: Path) -> None:
     """One panel per set: the normalised score of every row with its 95 % CI, coloured by rung."""
     plt = pyplot()
     sets = list(dict.fromkeys(r["set"] for r in rows))
-    height = max(3.0, 0.32 * max(sum(r["set"] == s for r in rows) for s in sets) + 1.2)
-    fig, axes = plt.subplots(1, len(sets), figsize=(5.2 * len(sets), height), squeeze=False)
-    for ax, set_label in zip(axes[0], sets):
+    ncols = min(2, len(sets))
+    nrows = -(-len(sets) // ncols)
+    height = max(3.0, 0.3 * max(sum(r["set"] == s for r in rows) for s in sets) + 1.4)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.4 * ncols, height * nrows), squeeze=False)
+    for ax in axes.flat[len(sets):]:
+        ax.set_visible(False)
+    for ax, set_label in zip(axes.flat, sets):
         sub = [r for r in rows if r["set"] == set_label]
         y = np.arange(len(sub))
         score = np.array([r["normalised"] for r in sub], dtype=float)
@@ -251,14 +255,14 @@ def plot_env(env_id: str, rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_yticks(y, [r["policy"].removeprefix("pretrained:") for r in sub], fontsize=8)
         ax.axvline(0, color="#9e9e9e", lw=0.8)
         ax.axvline(1, color="#2ca02c", lw=0.8, ls="--")
-        ax.set(title=set_label.replace("_", " "), xlabel="normalised score (0 random, 1 strongest heuristic)")
+        ax.set(title=set_label.replace("_", " "), xlabel="normalised score (0 = random, 1 = strongest heuristic)")
         ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in RUNG_COLOURS.values()]
     fig.legend(handles, [RUNG_LABELS[k] for k in RUNG_COLOURS], loc="lower center", ncol=6, fontsize=8,
                frameon=False)
     fig.suptitle(f"{env_id}: the reference ladder")
-    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.04 / nrows, 1, 1 - 0.03 / nrows))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -292,7 +296,7 @@ def render_page(results: Path = RESULTS) -> str:
         "[Modelling choices](modelling_choices.md#the-reference-ladder)).",
         "",
         "- **Normalised score** = (mean − random) / (strongest − random): 0 = random, 1 = the strongest "
-        "non-learning policy (random, papers' baselines, ours) on the same set. Above 1 beats every heuristic; "
+        "non-learning policy (the papers' baselines and ours) on the same set. Above 1 beats every heuristic; "
         "a bound's score shows the headroom. The brackets are the 95 % CI of the mean, normalised.",
         "- **Δ vs strongest** is the paired difference per episode to the strongest non-learning policy (95 % CI); "
         "**≥ strongest** is the share of episodes where the row does at least as well.",

@@ -63,7 +63,7 @@ SPEC = LadderSpec(
                           "copies that see the arrivals, then the best sequence found is played",
     },
     env_kwargs=ENV_KWARGS,
-    training_episodes=2,
+    training_episodes=10,
     held_out_instances=10,
     held_out_episodes=1,
     quick_training_episodes=1,
