@@ -20,6 +20,7 @@ from envs.aset.dynamics import (
 )
 from envs.aset.generator import TOPOLOGIES, V1_DEFAULTS, Scenario, build_instance
 from envs.aset.types import POLICY_NAMES, Instance, State
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
 from envs.common.validation import (
     check_bool,
     check_choice,
@@ -128,7 +129,7 @@ class ASETEnv(gym.Env):
       offers 88 % of the total capacity (v0: 147 %, every policy rejects a third of the queries).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
     #: The registered id and the Scenario defaults that distinguish this version.
     env_id: ClassVar[str] = "ASET-v0"
     scenario_defaults: ClassVar[dict[str, Any]] = {}
@@ -145,8 +146,9 @@ class ASETEnv(gym.Env):
         obs_layout: str = "flat",
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None (no rendering)")
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
+        #: Per-window record for render() (policy, outcome fractions, load); only when rendering.
+        self._history: list[dict[str, Any]] | None = None
         if isinstance(topology, str) and topology not in TOPOLOGIES and not topology.endswith((".yaml", ".yml")):
             raise ValueError(
                 f"topology={topology!r} is invalid: expected one of {list(TOPOLOGIES)} or a topology YAML path"
@@ -209,6 +211,7 @@ class ASETEnv(gym.Env):
         self._choice_rng = np.random.default_rng(int(seeds[1]))
         self.state = State()
         self.last_result = None
+        self._history = [] if self.render_mode else None
         self._needs_reset = False
         self._closed = False
         return self._observe(None), self._info(None, "")
@@ -232,7 +235,28 @@ class ASETEnv(gym.Env):
         truncated = bool(self.state.window >= self.horizon and not terminated)
         self._needs_reset = terminated or truncated
         obs = self._observe(result)
-        return obs, float(reward), terminated, truncated, self._info(result, POLICY_NAMES[policy])
+        info = self._info(result, POLICY_NAMES[policy])
+        if self._history is not None:
+            self._history.append({
+                "policy": policy, "success": info["success"], "failed": info["failed"],
+                "rejected": info["rejected"], "queries": queries,
+                "load": float(result.load_kw.sum(axis=1).mean() / self.instance.worker_capacity_qps.sum()),
+                "streams": float(result.streams_kw.sum(axis=1).mean()),
+            })
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: one status line; ``"rgb_array"``: per window so far, the policy chosen, the success /
+        failure / rejection fractions and the offered load (see ``envs.aset.render``). None (with a
+        warning) without a render mode."""
+        if self.render_mode is None:
+            render_not_set_warning(type(self).__name__)
+            return None
+        if self._history is None:
+            raise RuntimeError("call reset() before render()")
+        from envs.aset import render
+
+        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
 
     def action_masks(self) -> np.ndarray:
         """All seven policies are always allowed (for uniformity with the masked envs)."""

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
 from envs.common.validation import check_bool, check_choice, check_reset_options, check_seed
 from envs.corais.dynamics import response_times
 from envs.corais.generator import (
@@ -99,7 +100,8 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     - ``flat_observation``: False (default) or True to flatten the two observation arrays.
     - ``characteristic``: None (default) or one of ``CHARACTERISTICS`` ("load_balancing",
       "workload_perception", "heterogeneity"): serve the paper's Table-VI test instances (scale (5, 5, Z)).
-    - ``render_mode``: None (the only mode: the env does not render), accepted like every env of the suite.
+    - ``render_mode``: None (default), ``"ansi"`` (a text summary) or ``"rgb_array"`` (the dispatch map and
+      each edge's finish time, ``envs.corais.render``), as in every env of the suite.
 
     ## Version History
     - v0: initial version (cost model reconstructed in design/corais.md). Later, without a new id (no
@@ -112,7 +114,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
       exceeds the backlog-only bound on almost every instance (v0: on 0-55 % depending on the scale).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
     #: The registered id and the Scenario defaults that distinguish this version.
     env_id: ClassVar[str] = "CoRaiS-v0"
     scenario_defaults: ClassVar[dict[str, Any]] = {}
@@ -126,9 +128,9 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         characteristic: str | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None (no rendering)")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
+        #: The last dispatch (action, edge times) for render(); kept only when rendering.
+        self._last_dispatch: tuple[np.ndarray, np.ndarray] | None = None
         self._closed = False
         if characteristic is not None:
             check_choice("characteristic", characteristic, CHARACTERISTICS)
@@ -196,6 +198,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 self.instance = generate(self.scenario, sub_rng)
         self._done = False
         self._closed = False
+        self._last_dispatch = None
         return self._observation(), {"scale": self.scenario.scale}
 
     def validate_action(self, action: Any) -> np.ndarray:
@@ -226,6 +229,8 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         act = self.validate_action(action)
         cost, times = response_times(self.instance.tables, act[None, :])
         self._done = True
+        if self.render_mode is not None:
+            self._last_dispatch = (act.copy(), times[0].copy())
         info = {
             "edge_times": times[0].copy(),
             "cost": float(cost[0]),
@@ -234,6 +239,20 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "scale": self.scenario.scale,
         }
         return self._observation(), -float(cost[0]), True, False, info
+
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the batch and, after the step, each edge's requests and finish time; ``"rgb_array"``:
+        a map of the edges with the dispatch (source edge -> executing edge) and a bar chart of each region
+        edge's finish time T_j (see ``envs.corais.render``). None (with a warning) without a render mode."""
+        if self.render_mode is None:
+            render_not_set_warning(type(self).__name__)
+            return None
+        if self.instance is None:
+            raise RuntimeError("call reset() before render()")
+        from envs.corais import render
+
+        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
 
 
 class CoRaiSEnvV1(CoRaiSEnv):

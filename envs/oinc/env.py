@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
 from envs.common.validation import check_bool, check_choice, check_in_range, check_reset_options, check_seed
 from envs.oinc import dynamics as dyn
 from envs.oinc.generator import Scenario, make_scenario
@@ -130,7 +131,7 @@ class OINCEnv(gym.Env):
       observation is unchanged).
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
 
     def __init__(
         self,
@@ -158,9 +159,8 @@ class OINCEnv(gym.Env):
             drain_max_slots = 100 * self.scenario.horizon
         check_in_range("drain_max_slots", drain_max_slots, 0, 10**8, integer=True)
         self.drain_max_slots = int(drain_max_slots)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
+        self._history: list[dict[str, Any]] | None = None
 
         # instance_seed=None: every reset draws the instance from np_random; until the first reset the env
         # holds the instance of seed 0 (the spaces depend on the scenario's sizes only)
@@ -224,6 +224,8 @@ class OINCEnv(gym.Env):
         self._share_sum = 0.0
         self._share_count = 0
         self.last_allocation: dict[str, np.ndarray] = {}
+        # per-slot record for render() (shares, pauses, SLO rate); only when rendering
+        self._history = [] if self.render_mode else None
         arrived = self._begin_slot()
         info = {"t": 0, "jobs_arrived": arrived, "retraining_share_mean": float(self._share.mean())}
         self._closed = False
@@ -233,6 +235,19 @@ class OINCEnv(gym.Env):
         """Release the episode; ``step()`` then raises RuntimeError until the next ``reset()``."""
         self._closed = True
         super().close()
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: one status line; ``"rgb_array"``: every edge over the slots played so far, with its
+        inference and retraining shares and pauses (see ``envs.oinc.render``). None (with a warning)
+        without a render mode."""
+        if self.render_mode is None:
+            render_not_set_warning(type(self).__name__)
+            return None
+        if self._draws is None:
+            raise RuntimeError("call reset() before render()")
+        from envs.oinc import render
+
+        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
 
     def step(self, action):
         if getattr(self, "_closed", False):
@@ -264,6 +279,17 @@ class OINCEnv(gym.Env):
         self._running_slots += int(np.count_nonzero(running))
         self._finished_in_horizon += int(finished.size)
         retraining_now = (self._share > 0) & ~paused
+        if self._history is not None:
+            alloc = self.last_allocation
+            self._history.append({
+                "retraining": np.where(running & ~paused, self._share, 0.0),
+                "reserved": self._share.copy(),
+                "inference": np.bincount(alloc["edge"], weights=alloc["compute_share"], minlength=self._share.size),
+                "paused": paused.copy(),
+                "slo_rate": met / latency.size,
+                "latency_mean_s": float(latency.mean()),
+                "jobs_active": int(self.jobs.active().size),
+            })
         self._share_sum += float(self._share[retraining_now].sum())
         self._share_count += int(np.count_nonzero(retraining_now))
         info: dict[str, Any] = {

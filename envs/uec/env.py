@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
 from envs.common.validation import (
     check_bool,
     check_choice,
@@ -179,7 +180,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
       ``info["safe_action_mask"]`` added (information only: the dynamics are unchanged).
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
     #: The last ``1 + K·L`` observation entries are the action mask (learners read replayed masks there).
     observation_ends_with_action_mask = True
 
@@ -192,10 +193,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         reserved_priority: str = "preempt",
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected one of {self.metadata['render_modes']}")
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         instance_seed = check_seed("instance_seed", instance_seed)
-        self.render_mode = render_mode
         self.reserved_priority = check_choice("reserved_priority", reserved_priority, RESERVED_PRIORITIES)
         self.resample_instance = check_bool("resample_instance", resample_instance)
         self.instance_seed = instance_seed
@@ -221,6 +220,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._mask_start = self.layout.offset("action_mask")
         self._set_instance(instance)
         self._state: State | None = None
+        self._decisions: list[tuple[int, int, int, int, bool]] | None = None
 
     # --- instance-level precomputation (never per step) --------------------------------------
     def _set_instance(self, instance: Instance) -> None:
@@ -290,6 +290,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         )
         # slots whose reserved work (backlog or a release) a retraining block would displace, (T, K)
         self._reserved_work = inst.reserved_releases.T + self._state.backlog[:-1] > 0
+        # per-decision record for render() (slot, device, server or -1, duration, preempted); only when rendering
+        self._decisions: list[tuple[int, int, int, int, bool]] | None = [] if self.render_mode else None
         obs, info = self._observe()
         self._closed = False
         return obs, info
@@ -329,6 +331,9 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
                 st.invalid_actions += 1
         if action == 0 or invalid:
             st.rejected += 1
+        if self._decisions is not None:
+            server = -1 if action == 0 or invalid else (action - 1) // self.instance.num_profiles
+            self._decisions.append((t, device, server, duration, preempted))
         st.decision += 1
         terminated = st.decision >= self._arrival_slots.size
         st.time = self.instance.horizon if terminated else int(self._arrival_slots[st.decision])
@@ -359,12 +364,18 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         """Boolean mask of the currently feasible actions (what sb3-contrib's MaskablePPO calls)."""
         return self._obs_table[self._state.decision, self._mask_start :] > 0.5
 
-    def render(self) -> str | None:
-        if self.render_mode != "ansi" or self._state is None:
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: one status line; ``"rgb_array"``: a Gantt chart of the servers over the horizon
+        (reserved work, retraining blocks by task type, pre-emptions, decisions so far), see
+        ``envs.uec.render``. None (with a warning) without a render mode."""
+        if self.render_mode is None:
+            render_not_set_warning(type(self).__name__)
             return None
-        st = self._state
-        busy = ", ".join(f"k{k}:{'busy' if b > st.time else 'idle'}" for k, b in enumerate(st.busy_until))
-        return f"t={st.time} profit={st.profit:.3f} accepted={st.accepted} rejected={st.rejected} [{busy}]"
+        if self._state is None:
+            raise RuntimeError("call reset() before render()")
+        from envs.uec import render
+
+        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
 
     # --- internals -----------------------------------------------------------------------------
     def _draw_episode(self) -> None:

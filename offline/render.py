@@ -1,0 +1,83 @@
+"""Episode pictures: play one episode of a policy with ``render_mode="rgb_array"`` and save the last frame.
+
+    from offline.render import save_episode_picture
+    save_episode_picture("UEC-v0", {"scenario": "paper"}, "rescue", seed=0, path="outputs/uec_rescue.png")
+
+What each env draws is described in ``envs/<problem>/render.py`` (UEC: a Gantt chart of the servers;
+OINC: the edges' inference and retraining shares over time; ASET: policy, outcome and load per window;
+CoRaiS: the dispatch map and each edge's finish time). evaluate.py's ``render=true`` calls this once per
+policy, with its own resolver so that run folders and ``pretrained:`` names work too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envs.problems import get_problem, make
+from offline.protocol import Policy, run_episode
+
+#: ``resolve(env_id, name, env, **kwargs) -> Policy``, e.g. :func:`offline.registry.make_policy`.
+Resolver = Callable[..., Policy]
+
+
+def episode_frame(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None,
+    policy: Policy | str,
+    seed: int,
+    *,
+    resolve: Resolver | None = None,
+    policy_kwargs: Mapping[str, Any] | None = None,
+    wrappers: Sequence[str] = (),
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The last rgb_array frame of one episode of ``policy`` on ``env_id`` reset with ``seed``, and the
+    episode's final info. ``policy`` is a Policy or a name that ``resolve`` (default: the non-learning
+    registry, :func:`offline.registry.make_policy`) turns into one; ``wrappers`` as in env configs."""
+    get_problem(env_id)  # a clear error for an unknown id
+    kwargs = dict(env_kwargs or {})
+    if kwargs.get("render_mode") not in (None, "rgb_array"):
+        raise ValueError(f"env_kwargs['render_mode']={kwargs['render_mode']!r} is invalid here: the picture needs 'rgb_array'")
+    kwargs["render_mode"] = "rgb_array"
+    env = make(env_id, kwargs, wrappers)
+    try:
+        if isinstance(policy, str):
+            if resolve is None:
+                from offline.registry import make_policy as resolve
+            policy = resolve(env_id, policy, env, **dict(policy_kwargs or {}))
+        result = run_episode(env, policy, seed=int(seed))
+        frame = env.render()
+    finally:
+        env.close()
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3:
+        raise RuntimeError(f"{env_id} rendered {type(frame).__name__}, expected an (H, W, 3) uint8 array")
+    return frame, result.final_info
+
+
+def save_episode_picture(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None,
+    policy: Policy | str,
+    seed: int,
+    path: Path | str,
+    *,
+    resolve: Resolver | None = None,
+    policy_kwargs: Mapping[str, Any] | None = None,
+    wrappers: Sequence[str] = (),
+) -> Path:
+    """Play one episode of ``policy`` on ``env_id`` (``env_kwargs``, reset with ``seed``) with
+    ``render_mode="rgb_array"`` and save its last frame as a PNG at ``path`` (folders are created);
+    returns the path. See :func:`episode_frame` for ``policy``, ``resolve`` and ``wrappers``."""
+    from matplotlib.image import imsave
+
+    frame, _ = episode_frame(env_id, env_kwargs, policy, seed, resolve=resolve, policy_kwargs=policy_kwargs,
+                             wrappers=wrappers)
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"path={str(path)!r} is invalid: expected a .png file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    imsave(path, frame, format="png")
+    return path
