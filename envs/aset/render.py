@@ -10,18 +10,14 @@ Imported by ``ASETEnv.render`` only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import gymnasium as gym
 import numpy as np
 
 from envs.aset.types import POLICY_NAMES
 from envs.common.render import colours, figure_to_array, new_figure
 
-if TYPE_CHECKING:  # pragma: no cover
-    from envs.aset.env import ASETEnv
 
-
-def ansi(env: ASETEnv) -> str:
+def ansi(env: gym.Env) -> str:
     """One status line: window, last policy and its outcome, live streams."""
     history = env._history or []
     head = f"window={env.state.window}/{env.horizon} live_streams={len(env.state.streams)}"
@@ -32,7 +28,7 @@ def ansi(env: ASETEnv) -> str:
             f"rejected={h['rejected']:.3f} load={h['load']:.2f} mean_success={np.mean([x['success'] for x in history]):.3f}")
 
 
-def rgb_array(env: ASETEnv) -> np.ndarray:
+def rgb_array(env: gym.Env) -> np.ndarray:
     """Per window: outcome fractions, policy chosen, load; an (H, W, 3) uint8 array."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch

@@ -11,18 +11,14 @@ Before the step only the instance is drawn. Imported by ``CoRaiSEnv.render`` onl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import gymnasium as gym
 import numpy as np
 
 from envs.common.render import colours, figure_to_array, new_figure
 from envs.corais.dynamics import backlog_times
 
-if TYPE_CHECKING:  # pragma: no cover
-    from envs.corais.env import CoRaiSEnv
 
-
-def ansi(env: CoRaiSEnv) -> str:
+def ansi(env: gym.Env) -> str:
     """The batch, and after the step the requests and finish time of every region edge."""
     inst = env.instance
     n, q, z = inst.scale
@@ -37,7 +33,7 @@ def ansi(env: CoRaiSEnv) -> str:
     return head + f"R={times.max():.3f} (edge {int(times.argmax())}); {edges}"
 
 
-def rgb_array(env: CoRaiSEnv) -> np.ndarray:
+def rgb_array(env: gym.Env) -> np.ndarray:
     """The dispatch map and the edges' finish times as an (H, W, 3) uint8 array."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch

@@ -10,21 +10,17 @@ inference are marked red. The env records these per slot only when a render mode
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import gymnasium as gym
 import numpy as np
 
 from envs.common.render import figure_to_array, new_figure
-
-if TYPE_CHECKING:  # pragma: no cover
-    from envs.oinc.env import OINCEnv
 
 INFERENCE_COLOUR = "tab:blue"
 RETRAINING_COLOUR = "tab:orange"
 PAUSE_COLOUR = "red"
 
 
-def ansi(env: OINCEnv) -> str:
+def ansi(env: gym.Env) -> str:
     """One status line: slot, the last slot's SLO rate, jobs, and each edge's retraining share."""
     history = env._history or []
     last = history[-1] if history else None
@@ -34,7 +30,7 @@ def ansi(env: OINCEnv) -> str:
             f"jobs_total={env.jobs.count} retraining_share=[{shares}]")
 
 
-def rgb_array(env: OINCEnv) -> np.ndarray:
+def rgb_array(env: gym.Env) -> np.ndarray:
     """Edges over time with their inference and retraining shares, as an (H, W, 3) uint8 array."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -97,6 +93,6 @@ def rgb_array(env: OINCEnv) -> np.ndarray:
     return figure_to_array(fig)
 
 
-def _env_id(env: OINCEnv) -> str:
+def _env_id(env: gym.Env) -> str:
     spec = getattr(env, "spec", None)
     return spec.id if spec is not None else "OINC-v0"

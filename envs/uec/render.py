@@ -9,24 +9,20 @@ crosses). A dashed line marks the pending arrival's slot. Imported by ``UECEnv.r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import gymnasium as gym
 import numpy as np
 
 from envs.common.render import colours, figure_to_array, new_figure
 
-if TYPE_CHECKING:  # pragma: no cover
-    from envs.uec.env import UECEnv
 
-
-def ansi(env: UECEnv) -> str:
+def ansi(env: gym.Env) -> str:
     """One status line: slot, profit so far, decisions, and which servers run a retraining task."""
     st = env._state
     busy = ", ".join(f"k{k}:{'busy' if b > st.time else 'idle'}" for k, b in enumerate(st.busy_until))
     return f"t={st.time} profit={st.profit:.3f} accepted={st.accepted} rejected={st.rejected} [{busy}]"
 
 
-def reserved_service(env: UECEnv) -> np.ndarray:
+def reserved_service(env: gym.Env) -> np.ndarray:
     """(K, T) share of each slot's capacity that EDF gives to reserved tasks, given the blocks so far.
 
     From the backlog the env keeps (Lindley's recursion): served(t) = Q(t) + released(t) - Q(t + 1).
@@ -36,7 +32,7 @@ def reserved_service(env: UECEnv) -> np.ndarray:
     return np.clip(served / inst.capacity, 0.0, 1.0)
 
 
-def rgb_array(env: UECEnv) -> np.ndarray:
+def rgb_array(env: gym.Env) -> np.ndarray:
     """The Gantt chart of the episode so far as an (H, W, 3) uint8 array (fixed size per env)."""
     inst, st = env.instance, env._state
     K, J, T = inst.num_servers, inst.num_devices, inst.horizon
@@ -113,6 +109,6 @@ def rgb_array(env: UECEnv) -> np.ndarray:
     return figure_to_array(fig)
 
 
-def _env_id(env: UECEnv) -> str:
+def _env_id(env: gym.Env) -> str:
     spec = getattr(env, "spec", None)
     return spec.id if spec is not None else "UEC-v0"
