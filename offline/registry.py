@@ -2,14 +2,22 @@
 
 Each problem's policies module (``Problem.policies`` of :mod:`envs.problems`: ``offline.uec``, ...)
 registers its policies with :func:`register_policy`; the module is imported on first use so that asking
-for UEC policies does not import the CoRaiS solver. Trained runs and shipped models are resolved by
-``agents.loading.resolve_policy`` (offline never imports agents).
+for UEC policies does not import the CoRaiS solver.
+
+:func:`make_policy` is the one way to name a policy. Names this table does not hold (shipped learned policies such
+as ``corais_greedy``, ``pretrained:<name>``, a training run folder or a model file in one, observation ablations
+such as ``zeroed-obs:<policy>``) go to the resolvers of :data:`RESOLVERS`, entry-point style: each is a
+``"module:function"`` string imported on first use, so offline never imports agents (the import direction stays
+envs <- offline <- agents), and an installation without the learners still resolves every non-learning name.
+A third-party package adds its own with :func:`register_resolver`.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -35,19 +43,71 @@ def register_policy(env_id: str, name: str) -> Callable[[PolicyFactory], PolicyF
     return decorator
 
 
+#: ``resolve(env_id, name, env, **kwargs) -> Policy`` for names outside the table, as "module:function" strings imported
+#: on demand, tried in order; each raises ValueError for a name it does not know. ``lister`` gives the names it
+#: accepts for an env (the forms it also accepts, run folders and prefixes, are described in its error message).
+RESOLVERS: list[dict[str, str]] = [
+    {"resolve": "agents.loading:resolve_policy", "lister": "agents.loading:available_policies"},
+]
+
+
+def register_resolver(resolve: str, lister: str | None = None) -> None:
+    """Add a resolver (``"module:function"``; ``lister`` the same for its names) after the built-in ones."""
+    entry = {"resolve": resolve, **({"lister": lister} if lister else {})}
+    if entry not in RESOLVERS:
+        RESOLVERS.append(entry)
+
+
+def _resolvers(key: str) -> list[Callable[..., Any]]:
+    """The ``key`` function of every resolver whose package is installed (a missing package is skipped)."""
+    from envs.problems import load_attr
+
+    found = []
+    for entry in RESOLVERS:
+        if key not in entry:
+            continue
+        module = entry[key].partition(":")[0]
+        try:
+            if importlib.util.find_spec(module.partition(".")[0]) is None:
+                continue
+        except (ImportError, ValueError):
+            continue
+        found.append(load_attr(entry[key]))
+    return found
+
+
 def _load(env_id: str) -> dict[str, PolicyFactory]:
     importlib.import_module(get_problem(env_id).policies)
     return _REGISTRY.get(env_id, {})
 
 
-def available_policies(env_id: str) -> list[str]:
-    """Names of the non-learning policies registered for ``env_id``."""
-    return sorted(_load(env_id))
+def available_policies(env_id: str, learned: bool = False) -> list[str]:
+    """Names of the non-learning policies registered for ``env_id``; ``learned=True`` adds the names the
+    resolvers list (shipped learned policies such as ``corais_greedy``)."""
+    names = set(_load(env_id))
+    if learned:
+        for lister in _resolvers("lister"):
+            names.update(lister(env_id))
+    return sorted(names)
 
 
-def make_policy(env_id: str, name: str, env: gym.Env, **kwargs: Any) -> Policy:
-    """Create the policy ``name`` for ``env``; raises ValueError listing the valid names."""
+def make_policy(env_id: str, name: str | Path, env: gym.Env, **kwargs: Any) -> Policy:
+    """Create the policy ``name`` for ``env``: a non-learning policy of this table, else whatever the resolvers of
+    :data:`RESOLVERS` accept (a shipped learned policy, ``pretrained:<name>``, a run folder or model file, an
+    ablation ``zeroed-obs:<policy>`` / ``shuffled-obs:<policy>``). Raises ValueError listing the valid names."""
     table = _load(env_id)
-    if name not in table:
-        raise ValueError(f"policy={name!r} is not known for {env_id}; valid policies: {sorted(table)}")
-    return table[name](env, **kwargs)
+    if isinstance(name, str) and name in table:
+        return table[name](env, **kwargs)
+    resolvers = _resolvers("resolve")
+    if not resolvers:
+        raise ValueError(f"policy={str(name)!r} is not known for {env_id}; valid policies: {sorted(table)} (learned "
+                         "policies, pretrained: names and run folders need the agents package)")
+    errors = []
+    for resolve in resolvers:
+        try:
+            return resolve(env_id, name, env, **kwargs)
+        except ValueError as err:
+            errors.append(err)
+    if len(errors) == 1:
+        raise errors[0]
+    raise ValueError("; ".join(str(err) for err in errors))

@@ -82,8 +82,35 @@ def slo_weighted_sum(weighted_sum: float, slo_hit_rate: float) -> float:
     return float(weighted_sum) + SLO_PENALTY_S * max(0.0, SLO_HIT_THRESHOLD - float(slo_hit_rate))
 
 
-#: What `python evaluate.py env=oinc-v0` runs: Table II (the oinc row needs `oinc=<run_dir>`).
-DEFAULT_EVALUATION: dict[str, Any] = {"policies": list(TABLE2), "instances": 5, "episodes": 2}
+#: The shipped SAC-D (agents/pretrained/oinc-v0-sacd, trained with observation=extended) that plays A_inf in the
+#: default evaluation; evaluate.py expands ``pretrained:<name>`` to its folder.
+DEFAULT_A_INF = "pretrained:oinc-v0-sacd"
+#: What `python evaluate.py env=oinc-v0` runs: Table II, with the shipped SAC-D as OINC's A_inf (``oinc=<run_dir>``
+#: or ``policies=[...]`` choose another; the ainf_* rows use ``model=`` or the liu stand-in).
+DEFAULT_EVALUATION: dict[str, Any] = {
+    "policies": [f"oinc={DEFAULT_A_INF}" if name == "oinc" else name for name in TABLE2],
+    "instances": 5,
+    "episodes": 2,
+}
+
+
+def trained_observation(path: str) -> str | None:
+    """The ``env.kwargs.observation`` a trained run (a folder, or a model file inside one) was trained with, read from
+    its config.yaml (None when it names none): a trained A_inf is played on the observation it was trained on. The
+    observation only encodes the state; the dynamics and the other pairs' heuristics do not read it."""
+    import yaml
+
+    candidate = pathlib.Path(path)
+    for folder in (candidate, *candidate.parents) if candidate.is_dir() else candidate.parents:
+        config = folder / "config.yaml"
+        if config.is_file():
+            try:
+                cfg = yaml.safe_load(config.read_text()) or {}
+            except yaml.YAMLError:
+                return None
+            value = ((cfg.get("env") or {}).get("kwargs") or {}).get("observation") if isinstance(cfg, dict) else None
+            return str(value) if value is not None else None
+    return None
 
 
 def is_trained(path: str) -> bool:
@@ -187,6 +214,8 @@ class OINCHook(EvaluationHook):
 
     def make_env(self, run: Run, instance: int, entry: Entry) -> gym.Env:
         kwargs = {**run.env_kwargs, **entry.extra.get("controller_kwargs", {})}
+        if entry.policy is not None and is_trained(entry.policy):
+            kwargs["observation"] = trained_observation(entry.policy) or kwargs.get("observation", "paper")
         return OINCEnv(**kwargs, retraining=entry.extra["controller"], instance_seed=run.instance_seed(instance))
 
     def play(self, run: Run, env: gym.Env, policy: Any, entry: Entry, instance: int, episode: int,

@@ -1,0 +1,73 @@
+"""Write a shipped agent (:mod:`agents.pretrained`) in rl-zoo3's folder layout, so ``rl_zoo3.enjoy`` loads it.
+
+rl-zoo3 reads ``<folder>/<algo>/<env_id>_<exp_id>/<env_id>.zip`` (the model), ``<env_id>/config.yml`` (its
+hyperparameters: normalisation, wrappers) and ``<env_id>/args.yml`` (``env_kwargs``, which override the config's)
+beside it (``rl_zoo3.utils.get_model_path``, ``get_saved_hyperparams`` and ``enjoy``)::
+
+    python -m agents.pretrained export=uec-v0-sac out=zoo-agents
+    python -m agents.zoo enjoy --algo sac_d --env UEC-v0 -f zoo-agents --exp-id 1 --no-render --deterministic
+
+The shipped ``model.zip`` files hold no pickles (they load through :func:`agents.loading.load_sb3_model`);
+rl-zoo3 loads with SB3's own ``load``, which needs the pickled spaces and classes. The export therefore loads
+the shipped model safely and re-saves it with SB3's standard ``save`` (spaces, policy class and schedules
+pickled from this suite's own objects). Those files are for rl-zoo3 and SB3's ``load``, which unpickle: load
+only exports you made or trust. The algorithm folder is :data:`agents.zoo.ZOO_ALGO` of the agent's algo
+(``sac`` -> ``sac_d``, ``dqn`` -> ``dqn_mask``), names that ``python -m agents.zoo`` adds to rl-zoo3's
+``ALGOS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: the experiment id an export is filed under (rl-zoo3's ``--exp-id``)
+EXP_ID = 1
+
+
+@dataclass
+class ExportConfig:
+    export: str = ""  # the shipped agent's name, e.g. uec-v0-sac (python -m agents.pretrained lists them)
+    out: str = "zoo-agents"  # rl-zoo3's log folder (its -f/--folder)
+    exp_id: int = EXP_ID  # rl-zoo3's --exp-id: the model lands in <out>/<algo>/<env_id>_<exp_id>/
+
+
+def export_pretrained(name: str, out: Path | str, exp_id: int = EXP_ID) -> Path:
+    """Write shipped agent ``name`` under rl-zoo3's log folder ``out``; returns the model file written.
+
+    The env kwargs the agent was trained with go to ``args.yml`` (``env_kwargs``), so ``enjoy`` makes the same env
+    (e.g. OINC's ``observation=extended``). Env wrappers from the run's config are refused (none shipped has any).
+    """
+    from omegaconf import OmegaConf
+
+    from agents import loading
+    from agents.registry import get_spec
+    from agents.zoo import ZOO_ALGO
+
+    if int(exp_id) < 1:
+        raise ValueError(f"exp_id={exp_id} is invalid: expected an integer >= 1 (rl-zoo3's --exp-id)")
+    folder = loading.pretrained_path(name)
+    cfg = loading.load_run_config(folder)
+    algo = str(cfg.algo.name)
+    if algo not in ZOO_ALGO or get_spec(cfg.algo).kind != "sb3":
+        raise ValueError(f"{name} was trained with algo={algo!r}, which has no rl-zoo3 name; exportable: {sorted(ZOO_ALGO)}")
+    env_cfg: dict[str, Any] = OmegaConf.to_container(cfg.env, resolve=True)  # type: ignore[assignment]
+    if env_cfg.get("wrappers"):
+        raise ValueError(f"{name} was trained with env wrappers {env_cfg['wrappers']}, which an rl-zoo3 export "
+                         "cannot carry")
+    env_id, env_kwargs = str(env_cfg["id"]), dict(env_cfg.get("kwargs") or {})
+    model = loading.load_run_model(folder / loading.MODEL_FILE)
+    run = Path(out) / ZOO_ALGO[algo] / f"{env_id}_{int(exp_id)}"
+    (run / env_id).mkdir(parents=True, exist_ok=True)
+    model_file = run / f"{env_id}.zip"
+    model.save(model_file)
+    algo_cfg: dict[str, Any] = OmegaConf.to_container(cfg.algo, resolve=True)  # type: ignore[assignment]
+    hyper = {"policy": algo_cfg.get("policy", "MlpPolicy"), "n_envs": 1, "normalize": False,
+             "env_kwargs": env_kwargs, "pretrained": name}
+    (run / env_id / "config.yml").write_text(yaml.safe_dump(hyper, sort_keys=True))
+    (run / env_id / "args.yml").write_text(yaml.safe_dump(
+        {"algo": ZOO_ALGO[algo], "env": env_id, "env_kwargs": env_kwargs, "seed": int(cfg.seed)}, sort_keys=True))
+    return model_file
