@@ -304,16 +304,24 @@ def run(cfg: DictConfig) -> Path:
         while out_dir.exists():
             copy += 1
             out_dir = stem.with_name(f"{stem.name}-{copy}")
+    fresh = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, out_dir / "config.yaml")
-    sweeps = cfg.get("sweeps") or []
-    if not sweeps:
-        print(markdown_table(evaluate_once(cfg, out_dir)), flush=True)
-    else:
-        all_rows: list[dict] = []
-        for sweep in sweeps:
-            all_rows += run_sweep(cfg, sweep, out_dir)
-        write_csv(out_dir / "summary.csv", all_rows)
+    try:
+        OmegaConf.save(cfg, out_dir / "config.yaml")
+        sweeps = cfg.get("sweeps") or []
+        if not sweeps:
+            print(markdown_table(evaluate_once(cfg, out_dir)), flush=True)
+        else:
+            all_rows: list[dict] = []
+            for sweep in sweeps:
+                all_rows += run_sweep(cfg, sweep, out_dir)
+            write_csv(out_dir / "summary.csv", all_rows)
+    except ValueError:  # e.g. a model whose tensors are refused at load: leave no half-written folder behind
+        if fresh:
+            import shutil
+
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
     print(out_dir, flush=True)
     return out_dir
 

@@ -211,6 +211,9 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
                          f"valid top-level keys: {valid}") from None
     assert isinstance(plain, dict)
     check_ranges(plain, TOP_RULES)
+    if not str(plain["out"]).strip():
+        raise ValueError(f"out={plain['out']!r} is invalid: expected a folder (each run writes <out>/<env>__<algo>__"
+                         "<seed>__<time>/), e.g. out=runs")
     from agents.registry import check_env_kwargs
 
     check_env_kwargs(str(plain["env"]["id"]), plain["env"].get("kwargs"))
@@ -306,6 +309,21 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
             f"{prepared.env['id']}: {fits}"
         )
     mask_dim = infer_mask_dim(env, prepared.algo.get("mask", "auto")) if prepared.spec.kind == "sb3" else 0
+    if prepared.spec.kind == "sb3":  # before any folder: classes named in policy_kwargs import and are classes
+        from agents.registry import resolve_policy_kwargs
+
+        resolve_policy_kwargs(prepared.algo.get("policy_kwargs") or {})  # no env: its head_kwargs come at build
+    wanted = prepared.env.get("reference_policy")
+    if prepared.cfg.eval.reference and wanted:  # a misspelt reference is an error, not a silent substitute
+        from offline.registry import available_policies
+
+        valid = available_policies(str(prepared.env["id"]))
+        names = [str(wanted)] if isinstance(wanted, str) else [str(n) for n in wanted]
+        unknown = [n for n in names if n not in valid]
+        if unknown:
+            env.close()
+            raise ValueError(f"env.reference_policy={wanted!r} is invalid: {unknown} not known for "
+                             f"{prepared.env['id']}; valid policies: {valid} (or eval.reference=false)")
     return env, mask_dim
 
 

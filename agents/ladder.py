@@ -71,6 +71,9 @@ def run_from_config(cfg: DictConfig) -> Path:
     if publish and quick:
         raise ValueError("publish=true with quick=true is refused: the checked-in ladder comes from a full run")
     out = Path(cfg.out) if cfg.get("out") else ROOT / "outputs" / "ladder"
+    from agents.registry import check_writable_folder
+
+    check_writable_folder("out", out)  # before any rung runs (minutes), not at the first write
     parts = ["python evaluate.py experiment=ladder"]
     if quick:
         parts.append("quick=true")

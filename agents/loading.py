@@ -134,8 +134,16 @@ def pretrained_agents() -> dict[str, dict[str, Any]]:
     """Name -> provenance of every shipped agent under :data:`PRETRAINED_DIR` (sorted by name)."""
     import yaml
 
-    return {folder.name: yaml.safe_load((folder / "provenance.yaml").read_text())
-            for folder in sorted(PRETRAINED_DIR.iterdir()) if (folder / "provenance.yaml").is_file()}
+    found: dict[str, dict[str, Any]] = {}
+    for folder in sorted(PRETRAINED_DIR.iterdir()):
+        if (folder / "provenance.yaml").is_file():
+            try:  # safe_load: a tag such as !!python/object is refused, never constructed
+                found[folder.name] = yaml.safe_load((folder / "provenance.yaml").read_text())
+            except (yaml.YAMLError, UnicodeDecodeError) as err:
+                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                raise ModelFileError(f"{folder / 'provenance.yaml'} does not parse as a shipped agent's provenance "
+                                     f"({first})") from None
+    return found
 
 
 def pretrained_path(name: str) -> Path:
@@ -270,7 +278,18 @@ def load_run_config(run_dir: Path) -> Any:
     if not isinstance(env_id, str) or not OmegaConf.is_dict(algo) or not isinstance(algo.get("name"), str):
         raise ValueError(f"{config_file} is not a run configuration: expected a mapping with env.id and algo.name "
                          "(the config.yaml train.py saves)")
+    wrappers = cfg.env.get("wrappers") or []
+    for wrapper in (wrappers if OmegaConf.is_list(wrappers) or isinstance(wrappers, (list, tuple)) else [wrappers]):
+        module = str(wrapper).partition(":")[0]
+        if not module.startswith(RUN_WRAPPER_MODULES):  # a run folder's file never picks which module is imported
+            raise UnsafeFileError(f"refusing {config_file}: its env.wrappers entry {str(wrapper)!r} is not in a module "
+                                  f"this loader imports for a saved run (modules starting with {list(RUN_WRAPPER_MODULES)})")
     return cfg
+
+
+#: the modules whose wrappers a saved run's config.yaml may name (importing any other module could run a file
+#: planted next to the run, e.g. ``runs/x/payload.py`` as ``runs.x.payload:W``)
+RUN_WRAPPER_MODULES: tuple[str, ...] = ("envs.", "offline.", "gymnasium.wrappers")
 
 
 def load_run_policy(

@@ -362,6 +362,9 @@ def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any] | None, key: str = "
         return
     if not isinstance(kwargs, Mapping):
         raise ValueError(f"{key}={kwargs!r} is invalid: expected a mapping of constructor arguments of {env_id}")
+    mode = kwargs.get("render_mode")
+    if mode is not None and not isinstance(mode, str):  # gym.make itself fails on it with a raw AttributeError
+        raise ValueError(f"{key}.render_mode={mode!r} is invalid: expected None or a render mode name, e.g. 'ansi'")
     try:
         entry = gym.spec(str(env_id)).entry_point
         target = import_path(entry) if isinstance(entry, str) else entry
@@ -435,7 +438,16 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any], env: Any = None) -> dic
         out["net_arch"] = list(NET_ARCH_PRESETS[arch])
     for key, value in policy_kwargs.items():
         if isinstance(value, str) and (key.endswith("_class") or key.endswith("_fn")):
-            out[key] = import_path(value)
+            try:
+                out[key] = import_path(value)
+            except (ImportError, AttributeError, ValueError) as err:
+                raise ValueError(f"algo.policy_kwargs.{key}={value!r} cannot be imported ({err}); expected "
+                                 "'module:Class'") from None
+            if key.endswith("_class") and not isinstance(out[key], type):
+                raise ValueError(f"algo.policy_kwargs.{key}={value!r} is invalid: it names "
+                                 f"{type(out[key]).__name__} {out[key]!r}, not a class")
+            if not callable(out[key]):
+                raise ValueError(f"algo.policy_kwargs.{key}={value!r} is invalid: expected a class or function")
     return out
 
 

@@ -108,7 +108,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     seed (0), milp_limit (1.0 s), milp_max_vars (40000), ls_limit (local search time cap, 60 s),
     out (outputs/corais/calibration.csv), shared (false), publish (false: true writes the checked-in
     results/corais/calibration.csv and, with shared=true, results/benchmarks/performance.csv)."""
-    args = dict(a.split("=", 1) for a in (sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    bad = [a for a in given if "=" not in a]
+    if bad:
+        raise SystemExit(f"error: argument {bad[0]!r} is invalid: expected key=value; see {main.__doc__}")
+    args = dict(a.split("=", 1) for a in given)
     unknown = set(args) - {"versions", "scales", "instances", "seed", "milp_limit", "milp_max_vars", "ls_limit", "out",
                            "shared", "publish"}
     if unknown:
@@ -119,6 +123,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             raise SystemExit(f"error: versions={v!r} is invalid: expected among {sorted(VERSIONS)}")
     scales = ([parse_scale(s) for s in args["scales"].split(",")] if "scales" in args
               else list(TRAINING_SCALES + GENERALISATION_SCALES + LARGE_SCALES))
+    if args.get("publish", "false").lower() not in ("0", "1", "true", "false", "yes", "no"):
+        raise SystemExit(f"error: publish={args['publish']!r} is invalid: expected true or false")
     publish = args.get("publish", "false").lower() in ("1", "true", "yes")
     out = Path(args.get("out", PUBLISHED if publish else OUT))
     rows = []

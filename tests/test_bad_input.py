@@ -179,6 +179,11 @@ TRAIN_CASES: list[tuple[str, str]] = [
     ("seed=4294967296", "seed"), ("seed=9223372036854775808", "seed"), ("eval.seed=18446744073709551616", "eval.seed"),
     ("+env.kwargs.foo=1", "foo"), ("+env.kwargs.reserved_priorty=preempt", "reserved_priorty"),
     ("+quickk=1", "quickk"), ("+eval.foo=1", "foo"),
+    # issue 26, second round of probes: an empty out= (it wrote the run into the working directory), a class key
+    # naming a function (a raw AttributeError at model build), a misspelt reference (silently replaced)
+    ("out=''", "out"), ("+algo.policy_kwargs.features_extractor_class=os:getcwd", "features_extractor_class"),
+    ("+algo.policy_kwargs.activation_fn=agents.nowhere:Relu", "activation_fn"), ("env.reference_policy=rescu", "reference_policy"),
+    ("+env.kwargs.render_mode=1", "render_mode"),
 ]
 DQN_CASES: list[tuple[str, str]] = [
     ("algo.exploration_fraction=1.5", "exploration_fraction"), ("algo.exploration_final_eps=-0.1", "exploration_final_eps"),
@@ -240,6 +245,11 @@ EVALUATE_CASES: list[tuple[list[str], str]] = [
     (["experiment=papers", "+quickk=1"], "quickk"), (["experiment=papers", "instances=3"], "instances"),
     (["experiment=papers", "publish=maybe"], "publish"), (["experiment=ladder", "+ladder_env=[UEC-v0]"], "ladder_env"),
     (["experiment=rescue_fig7", "+publish=true"], "publish"),
+    # second round of probes: errors found once the output folder existed now leave no folder
+    (["+env.kwargs.render_mode=1"], "render_mode"), (["env.kwargs.scenario=tiny", "policies=[rescue]",
+                                                       "instances=1", "episodes=1", "sweeps=[{name: a}]"], "parameter"),
+    (["env.kwargs.scenario=tiny", "+evaluation_kwargs.policy_kwargs={rescue: {foo: 1}}", "policies=[rescue]",
+      "instances=1", "episodes=1"], "foo"),
 ]
 
 

@@ -191,6 +191,60 @@ def test_safety__evaluate_py_refuses_a_crafted_run_with_one_error_line(tmp_path)
     assert "Traceback" not in result.stderr and not marker.exists() and not (tmp_path / "out").exists()
 
 
+def test_safety__evaluate_py_leaves_no_folder_when_a_tensor_file_is_refused_at_load(tmp_path):
+    import evaluate
+
+    marker = tmp_path / "marker.txt"
+    model, _ = _tiny_model()
+    raw = _zip_bytes(model)
+    run_dir = _run_folder(tmp_path, _rewrite(raw, members={"policy.pth": pickle.dumps(_Payload(marker))}))
+    cfg = _evaluate_cfg(["env=uec-v0", "env.kwargs.scenario=tiny", f"policies=[{run_dir}]", "instances=1", "episodes=1",
+                         f"out={tmp_path / 'out'}"])
+    with pytest.raises(ValueError, match="not weights-only"):
+        evaluate.run(cfg)
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_safety__a_run_config_naming_a_wrapper_module_beside_it_is_refused_before_import(tmp_path, monkeypatch):
+    from agents.loading import UnsafeFileError, load_run_config
+
+    model, _ = _tiny_model()
+    run_dir = _run_folder(tmp_path / "runs", _zip_bytes(model), name="x")
+    marker = tmp_path / "marker.txt"
+    (run_dir / "payload.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
+    saved = OmegaConf.load(run_dir / "config.yaml")
+    saved.env.wrappers = ["runs.x.payload:W"]
+    OmegaConf.save(saved, run_dir / "config.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UnsafeFileError, match=r"env\.wrappers entry 'runs\.x\.payload:W'"):
+        load_run_config(run_dir)
+    import train
+
+    overrides = [f"resume={run_dir}", "steps=2000", "progress=false"]
+    with pytest.raises(ValueError, match=r"runs\.x\.payload"):
+        train.run(_train_cfg(overrides), overrides=overrides)
+    assert not marker.exists()
+
+
+def test_safety__a_tampered_provenance_yaml_and_a_ladder_out_file_give_the_projects_error(tmp_path, monkeypatch):
+    from agents import loading
+
+    shipped = tmp_path / "pretrained" / "x"
+    shipped.mkdir(parents=True)
+    marker = tmp_path / "marker.txt"
+    (shipped / "provenance.yaml").write_text(f"!!python/object/apply:os.system ['touch {marker}']\n")
+    monkeypatch.setattr(loading, "PRETRAINED_DIR", tmp_path / "pretrained")
+    with pytest.raises(loading.ModelFileError, match=r"provenance\.yaml does not parse"):
+        loading.pretrained_agents()
+    assert not marker.exists()
+    import evaluate
+
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match=r"out=.*a_file"):
+        evaluate.run(_evaluate_cfg(["experiment=ladder", f"out={tmp_path / 'a_file'}"]))
+
+
 # ------------------------------------------------------------------------------------------ shipped agents
 
 @pytest.mark.parametrize("name", sorted(p.name for p in PRETRAINED_DIR.iterdir() if (p / "model.zip").is_file()))
@@ -519,3 +573,11 @@ def test_safety__command_lines_exit_2_with_one_error_line(script, args, message,
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and f"error: {message}" in result.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [(["--foo"], "expected key=value"), (["publish=maybe"], "publish")])
+def test_safety__corais_calibration_refuses_a_flag_or_an_odd_publish_before_running(argv, message):
+    from benchmarks import corais_calibration
+
+    with pytest.raises(SystemExit, match=message):
+        corais_calibration.main(argv)
