@@ -21,7 +21,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
@@ -29,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from envs.problems import load_attr
+from offline.provenance import check_writable_folder  # noqa: F401  (re-exported: train.py, evaluate.py)
 
 # --------------------------------------------------------------------------------------------------
 # Schemas (Hydra structured configs)
@@ -450,22 +450,3 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any], env: Any = None) -> dic
                 raise ValueError(f"algo.policy_kwargs.{key}={value!r} is invalid: expected a class or function")
     return out
 
-
-def check_writable_folder(key: str, folder: str | Path) -> None:
-    """Raise ValueError ``<key>=<folder> is not writable: <why>`` unless files can be made under ``folder``.
-
-    Probes by making (and removing) a temporary folder in ``folder`` or, when it does not exist yet, in
-    its nearest existing parent, so nothing is left behind either way.
-    """
-    import tempfile
-
-    path = Path(folder).expanduser()
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ValueError(f"{key}={folder} is not writable: {probe} is not a folder")
-    try:
-        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=probe)).rmdir()
-    except OSError as err:
-        raise ValueError(f"{key}={folder} is not writable: cannot create files in {probe} ({err.strerror or err})") from None

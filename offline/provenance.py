@@ -80,3 +80,23 @@ def parse_count(name: str, value: str | int, minimum: int = 1) -> int:
     if number < minimum or str(value).strip().lstrip("+") != str(number):
         raise ValueError(f"{name}={value!r} is invalid: expected an integer >= {minimum}")
     return number
+
+
+def check_writable_folder(key: str, folder: str | Path) -> None:
+    """Raise ValueError ``<key>=<folder> is not writable: <why>`` unless files can be made under ``folder``.
+
+    Probes by making (and removing) a temporary folder in ``folder`` or, when it does not exist yet, in
+    its nearest existing parent, so nothing is left behind either way.
+    """
+    import tempfile
+
+    path = Path(folder).expanduser()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ValueError(f"{key}={folder} is not writable: {probe} is not a folder")
+    try:
+        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=probe)).rmdir()
+    except OSError as err:
+        raise ValueError(f"{key}={folder} is not writable: cannot create files in {probe} ({err.strerror or err})") from None

@@ -33,6 +33,7 @@ from offline import partition
 from offline.ladder_spec import LadderSpec, TuningSpec, tuned_path
 from offline.provenance import (
     ROOT,
+    check_writable_folder,
     command_line,
     git_commit,
     machine,
@@ -173,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         seed = parse_count("seed", args.get("seed", "0"), minimum=0)
         trials = parse_count("trials", args["trials"]) if "trials" in args else None
         out = Path(args.get("out") or ROOT / "outputs" / "tuning" / env_id)
+        if not str(args.get("out", "x")).strip():
+            raise ValueError("out='' is invalid: expected a folder")
+        check_writable_folder("out", out)
         if publish and quick:
             raise ValueError("publish=true with quick=true is refused: the checked-in values come from a full run")
     except ValueError as err:

@@ -190,6 +190,10 @@ def test_tuning__bad_input_is_refused_before_anything_runs(toy, tmp_path, capsys
     assert tuning.main([f"env={TOY_ID}", "policy=other"]) == 2
     assert "valid policies" in capsys.readouterr().err
     assert tuning.main([f"env={TOY_ID}", "quick=true", "publish=true"]) == 2
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert tuning.main([f"env={TOY_ID}", f"out={a_file}"]) == 2 and a_file.read_text() == "x"
+    assert "not a folder" in capsys.readouterr().err
 
 
 def test_tuned_params__reads_the_file_and_refuses_unknown_keys(tmp_path):

@@ -9,12 +9,13 @@ edge and the share of region edges with none, over reset seeds 0..199 at three s
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401  (registers the ids)
-from offline.provenance import parse_key_values
+from offline.provenance import check_writable_folder, parse_key_values
 from offline.runner import write_csv
 
 SCALES: tuple[tuple[int, int, int], ...] = ((10, 5, 100), (20, 10, 100), (50, 20, 400))
@@ -43,6 +44,12 @@ def queue_rows(scales: tuple[tuple[int, int, int], ...] = SCALES, seeds: range =
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_key_values(list(sys.argv[1:] if argv is None else argv), {"out": "CSV file to write"})
+        if "out" in args:
+            out = Path(args["out"])
+            if out.suffix != ".csv" or (out.exists() and not out.is_file()):
+                raise ValueError(f"out={args['out']!r} is invalid: expected a path ending in .csv (a file this "
+                                 "command may replace)")
+            check_writable_folder("out", out.parent)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
