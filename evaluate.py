@@ -62,7 +62,7 @@ SWEEP_KEYS = ("name", "parameter", "values", "metrics", "overrides")
 #: evaluate.py's own top-level keys (conf/evaluate.yaml) with their defaults, ``paper`` (an experiment's numbers
 #: from its paper, read by evaluate_papers) and ``runner`` (an experiment of experiments).
 OWN_KEYS: dict[str, Any] = {"policies": None, "instances": None, "episodes": None, "seed": 0, "out": None,
-                            "progress": True, "evaluation_kwargs": {}, "sweeps": []}
+                            "progress": True, "render": False, "evaluation_kwargs": {}, "sweeps": []}
 EXPERIMENT_KEYS = ("env", "paper", "runner")
 #: the env group's keys (train.py's EnvConfig)
 ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overrides")
@@ -189,7 +189,27 @@ def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
             write_learner_table(table, out_dir)
             print(markdown_table([{k: r[k] for k in ("algo", "runs", "iqm", "iqm_lo", "iqm_hi", "p_improvement",
                                                        "best_baseline", "metric")} for r in table]), flush=True)
+    if cfg.get("render"):
+        save_pictures(s, out_dir)
     return rows
+
+
+def save_pictures(settings: dict[str, Any], out_dir: Path) -> None:
+    """``render=true``: one episode per policy (reset seed ``seed``) drawn with ``render_mode="rgb_array"``, its
+    last frame saved as ``<out>/pictures/<policy>.png``; a policy that cannot be drawn alone (an OINC pair
+    label) is skipped with the reason."""
+    from offline.render import save_episode_picture
+
+    for policy in settings["policies"]:
+        label = str(policy).replace("/", "_").replace(":", "_").replace("=", "_")
+        try:
+            png = save_episode_picture(settings["env_id"], settings["env_kwargs"], policy, settings["seed"],
+                                       out_dir / "pictures" / f"{label}.png", resolve=resolve_policy,
+                                       wrappers=settings["wrappers"])
+        except ValueError as err:
+            print(f"picture: skipped {policy} ({err})", flush=True)
+            continue
+        print(f"picture: {png}", flush=True)
 
 
 def format_value(value: Any) -> str:

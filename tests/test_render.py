@@ -145,3 +145,20 @@ def test_render__save_episode_picture_writes_the_last_frame(env_id, tmp_path):
     assert picture.ndim == 3 and picture.shape[0] >= 200
     with pytest.raises(ValueError, match="png"):
         save_episode_picture(env_id, SMALL_KWARGS[env_id], policy, 0, tmp_path / "episode.jpg")
+
+
+def test_render__evaluate_py_render_true_saves_one_picture_per_policy(tmp_path):
+    from omegaconf import OmegaConf
+
+    import evaluate
+
+    cfg = OmegaConf.create({
+        "env": {"name": "corais-v1", "id": "CoRaiS-v1", "kwargs": {"scale": [5, 3, 12]}},
+        "policies": ["list_greedy", "random1"], "instances": 1, "episodes": 1, "seed": 0,
+        "out": str(tmp_path / "out"), "progress": False, "render": True, "evaluation_kwargs": {"exact_time_limit": 1.0},
+        "sweeps": [],
+    })
+    out = evaluate.run(cfg)
+    pictures = sorted(p.name for p in (out / "pictures").iterdir())
+    assert pictures == ["list_greedy.png", "random1.png"]
+    assert all((out / "pictures" / name).stat().st_size > 10_000 for name in pictures)
