@@ -81,3 +81,38 @@ def save_episode_picture(
     path.parent.mkdir(parents=True, exist_ok=True)
     imsave(path, frame, format="png")
     return path
+
+
+#: The docs' env pictures: (env id, env kwargs, policy, file name), one episode each with reset seed 0.
+DOCS_PICTURES: tuple[tuple[str, dict[str, Any], str, str], ...] = (
+    ("UEC-v0", {}, "lp_bid_price", "render_uec.png"),
+    ("OINC-v0", {}, "liu", "render_oinc.png"),
+    ("ASET-v1", {"topology": "full-edge", "lam": 60.0, "theta": 0.0, "horizon": 60}, "threshold_switch",
+     "render_aset.png"),
+    ("CoRaiS-v1", {}, "list_greedy_ls", "render_corais.png"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m offline.render [out=outputs/pictures] [publish=true]``: the docs' env pictures
+    (``DOCS_PICTURES``) into ``out``, or into ``docs/img/`` with ``publish=true``."""
+    import sys
+
+    from offline.provenance import ROOT, check_writable_folder, parse_bool, parse_key_values
+
+    try:
+        args = parse_key_values(list(sys.argv[1:] if argv is None else argv),
+                                {"out": "output folder (default outputs/pictures)", "publish": "true: docs/img/"})
+        publish = parse_bool("publish", args.get("publish", "false"))
+        out = ROOT / "docs" / "img" if publish else Path(args.get("out") or ROOT / "outputs" / "pictures")
+        check_writable_folder("out", out)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for env_id, kwargs, policy, name in DOCS_PICTURES:
+        print(f"{'published' if publish else 'wrote'}: {save_episode_picture(env_id, kwargs, policy, 0, out / name)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
