@@ -148,6 +148,8 @@ class PeriodicEvalCallback(BaseCallback):
         if self._env is None:
             self._env = self.make_eval_env()
         self._next_eval = self.num_timesteps  # evaluate the untrained policy first
+        if self.reference is not None:
+            add_reference_layout(self.logger)
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next_eval:
@@ -192,6 +194,29 @@ class PeriodicEvalCallback(BaseCallback):
             if new:
                 writer.writeheader()
             writer.writerow(row)
+
+
+#: TensorBoard's custom-scalars layout: the learner's evaluation and the reference on one chart per quantity.
+REFERENCE_LAYOUT: dict[str, dict[str, list]] = {
+    "learning curve vs reference": {
+        "mean reward": ["Multiline", ["eval/mean_reward", "reference/mean_reward"]],
+        "ratio to reference": ["Multiline", ["eval/ratio_to_reference"]],
+    },
+}
+
+
+def add_reference_layout(logger: Any) -> bool:
+    """Write :data:`REFERENCE_LAYOUT` to the run's TensorBoard events (SB3's TensorBoard output), so the
+    reference is drawn on the learning curve itself; False when the logger writes no TensorBoard events."""
+    from stable_baselines3.common.logger import TensorBoardOutputFormat
+
+    written = False
+    for output in getattr(logger, "output_formats", []):
+        if isinstance(output, TensorBoardOutputFormat):
+            output.writer.add_custom_scalars(REFERENCE_LAYOUT)
+            output.writer.flush()
+            written = True
+    return written
 
 
 #: the signals that end training gracefully, and the conventional exit status of each (128 + number).
