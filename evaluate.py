@@ -220,6 +220,18 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def compact_table(rows: list[dict], hook: EvaluationHook) -> str:
+    """The summary as printed: the policy and at most 7 of the hook's ``key_columns``, then a one-line legend;
+    every column stays in ``summary.csv``."""
+    if not rows:
+        return "(no rows)"
+    present = [k for k in hook.key_columns if any(k in r for r in rows)]
+    keys = (["policy", *present] if present else list(rows[0]))[:8]
+    legend = "; ".join(f"{k}: {hook.key_columns[k]}" for k in keys if k in hook.key_columns)
+    table = markdown_table([{k: r.get(k, "") for k in keys} for r in rows])
+    return f"{table}\n{legend + '. ' if legend else ''}Every column: summary.csv."
+
+
 def markdown_table(rows: list[dict]) -> str:
     """Rows (dicts with the same keys) as a GitHub markdown table."""
     if not rows:
@@ -297,7 +309,7 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
         OmegaConf.update(point, parameter, value, force_add=True)
         print(f"[{name}] {parameter} = {value}", flush=True)
         point_rows = evaluate_once(point, out_dir / name / value_label(value))
-        print(markdown_table(point_rows), flush=True)
+        print(compact_table(point_rows, problem_hook(str(point.env.id))), flush=True)
         label = value if isinstance(value, (int, float, str)) else value_label(value)
         if any(column in row for row in point_rows):  # the swept parameter is also a result column (e.g.
             column = f"swept_{parameter.split('.')[-1]}"  # OINC's retraining_share): keep both, distinctly named
@@ -330,7 +342,7 @@ def run(cfg: DictConfig) -> Path:
         OmegaConf.save(cfg, out_dir / "config.yaml")
         sweeps = cfg.get("sweeps") or []
         if not sweeps:
-            print(markdown_table(evaluate_once(cfg, out_dir)), flush=True)
+            print(compact_table(evaluate_once(cfg, out_dir), problem_hook(str(cfg.env.id))), flush=True)
         else:
             all_rows: list[dict] = []
             for sweep in sweeps:

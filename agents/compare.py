@@ -110,10 +110,18 @@ def provenance(out: Path) -> str:
             f"torch {torch.__version__}\ndate {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}\n")
 
 
+def _quiet_rliable() -> None:
+    """rliable logs "Calculating estimates for ..." at INFO through absl for every call; keep it to warnings."""
+    from absl import logging as absl_logging
+
+    absl_logging.set_verbosity(absl_logging.WARNING)
+
+
 def bootstrap_mean_ci(matrix: np.ndarray, reps: int, seed: int = 0) -> tuple[float, float, float]:
     """Mean of a (runs, episodes) matrix and its stratified-bootstrap 95 % CI over runs (rliable)."""
     from rliable import library as rly
 
+    _quiet_rliable()
     np.random.seed(seed)  # noqa: NPY002 (rliable's bootstrap draws from the global generator)
     point, ci = rly.get_interval_estimates({"x": matrix}, lambda x: np.array([np.mean(x)]), reps=reps)
     return float(point["x"][0]), float(ci["x"][0, 0]), float(ci["x"][1, 0])
@@ -124,6 +132,7 @@ def interval_estimates(scores: dict[str, np.ndarray], reps: int, seed: int = 0) 
     from rliable import library as rly
     from rliable import metrics
 
+    _quiet_rliable()
     np.random.seed(seed)  # noqa: NPY002 (rliable's bootstrap draws from the global generator)
     point, ci = rly.get_interval_estimates(scores, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps)
     return {name: {"iqm": float(point[name][0]), "iqm_lo": float(ci[name][0, 0]), "iqm_hi": float(ci[name][1, 0])}
@@ -135,6 +144,7 @@ def improvement_over(scores: dict[str, np.ndarray], reference: float, reps: int,
     from rliable import library as rly
     from rliable import metrics
 
+    _quiet_rliable()
     np.random.seed(seed)  # noqa: NPY002
     pairs = {name: (x, np.full_like(x, reference)) for name, x in scores.items()}
     point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps)

@@ -108,6 +108,9 @@ class EvaluationHook:
     episodes_csv: str | None = "episodes.csv"
     #: Extra keyword arguments of :func:`evaluate` and their defaults.
     options: dict[str, Any] = {}
+    #: The summary columns evaluate.py prints (at most 8, with a one-line legend), column -> meaning; the full
+    #: table always goes to ``summary.csv``. Empty: the first 8 columns.
+    key_columns: dict[str, str] = {}
     #: The summary column learners are scored by (evaluate.py's rliable table) and whether higher is better.
     score_metric: str | None = None
     higher_is_better: bool = True

@@ -41,6 +41,13 @@ DEFAULT_EVALUATION: dict[str, Any] = {
 
 class ASETHook(EvaluationHook):
     """ASET's parts of :func:`offline.runner.evaluate` (see the module docstring), for one env version."""
+    key_columns = {
+        'success_rate': 'share of queries answered in time',
+        'success_rate_ci95': 'its 95 % CI half-width',
+        'failed_rate': 'answered too late',
+        'rejected_rate': 'no feasible worker',
+        'windows': 'windows per episode',
+    }
 
     env_id = ENV_ID
     score_metric = "success_rate"

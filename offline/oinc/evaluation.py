@@ -180,6 +180,15 @@ def check_policy_names(policies: list[str]) -> None:
 
 class OINCHook(EvaluationHook):
     """OINC-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+    key_columns = {
+        'retraining': 'retraining controller',
+        'inference_latency_s': 'mean inference latency (s)',
+        'retraining_completion_s': 'mean retraining completion (s)',
+        'weighted_sum': "Table II's sum (s)",
+        'weighted_sum_ci95': 'its 95 % CI half-width',
+        'slo_hit_rate': 'share of tasks meeting their SLO',
+        'decision_ms': 'ms per decision',
+    }
 
     env_id = ENV_ID
     score_metric = "weighted_sum"

@@ -85,6 +85,15 @@ def rollout(env: gym.Env, policy: Any, *, seed: int, policy_seed: int) -> dict[s
 
 class UECHook(EvaluationHook):
     """UEC-v0's parts of :func:`offline.runner.evaluate` (see the module docstring)."""
+    key_columns = {
+        'profit_mean': 'mean profit per episode',
+        'profit_ci95': 'its 95 % CI half-width',
+        'competitive_ratio': 'profit / OPT(LP)',
+        'vs_best_baseline': "profit / the best paper baseline's",
+        'uec_utilisation': 'share of UEC capacity used',
+        'preemptions': 'tasks stopped by reserved work per episode',
+        'decision_us': 'median µs per decision',
+    }
 
     env_id = ENV_ID
     score_metric = "profit_mean"
