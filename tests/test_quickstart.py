@@ -27,16 +27,16 @@ EVALUATE_TINY = ["instances=1", "episodes=1", "progress=false"]
 #: extra overrides by (script, a distinguishing argument); the README's own arguments come first
 TINY: dict[tuple[str, str], list[str]] = {
     ("train.py", "env=uec-v0"): TRAIN_TINY,
-    ("train.py", "env=aset-v0"): [*TRAIN_TINY, "env.kwargs.horizon=20"],
+    ("train.py", "env=aset-v1"): [*TRAIN_TINY, "env.kwargs.horizon=20"],
     ("evaluate.py", "env=uec-v0"): EVALUATE_TINY,
     ("evaluate.py", "experiment=rescue_fig7"): [
         *EVALUATE_TINY, "policies=[rescue,random]",
         "sweeps=[{name: arrival_probability, parameter: env.kwargs.scenario_overrides.mean_arrival_prob, "
         "values: [0.2]}]"],
     ("evaluate.py", "experiment=papers"): ["papers=[aset]", "progress=false"],
-    ("evaluate.py", "env=corais-v0"): [*EVALUATE_TINY, "policies=[random1,list_greedy,corais_greedy]"],
+    ("evaluate.py", "env=corais-v1"): [*EVALUATE_TINY, "policies=[random1,list_greedy,corais_greedy]"],
     ("evaluate.py", "env=oinc-v0"): EVALUATE_TINY,
-    ("evaluate.py", "env=aset-v0"): [*EVALUATE_TINY, "env.kwargs.horizon=5"],
+    ("evaluate.py", "env=aset-v1"): [*EVALUATE_TINY, "env.kwargs.horizon=5"],
     ("benchmarks/env_throughput.py", ""): ["seconds=0.05", "vector_seconds=0"],
 }
 SKIPPED = ("tensorboard",)  # a viewer, writes nothing

@@ -48,9 +48,11 @@ DEFAULT_EVALUATION: dict[str, Any] = {
     "instances": 10,
     "episodes": 1,
 }
-#: ``python evaluate.py env=corais-v1``: the heuristics, the strong simple baselines and the MILP.
+#: ``python evaluate.py env=corais-v1``: the paper's heuristics and MILP, our heuristics (the 1 s search) and the
+#: shipped v1 dispatcher.
 DEFAULT_EVALUATION_V1: dict[str, Any] = {
-    "policies": ["exact", "local", "predicted", "random1k", "list_greedy", "list_greedy_ls"],
+    "policies": ["exact", "local", "predicted", "random1k", "list_greedy", "list_greedy_ls", "ils_1s",
+                 "corais_greedy", "corais_1k"],
     "instances": 10,
     "episodes": 1,
 }
