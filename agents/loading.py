@@ -649,6 +649,23 @@ def safe_torch_load(path: Path | str, device: str = "cpu", what: str = "model fi
         raise ModelFileError(f"{path} cannot be read as a {what}: truncated or damaged ({first})") from None
 
 
+def load_config_model(path: Path | str, device: str, what: str, build: Callable[[dict], Any]) -> tuple[Any, dict]:
+    """A torch model saved as ``{"model_config": {...}, "state_dict": ..., ...}`` (the CoRaiS and UEC attention
+    trainers' format): read weights-only (:func:`safe_torch_load`), built by ``build(model_config)``, loaded and
+    put in eval mode; returns (model, the file's dict). A file of another shape raises :class:`ModelFileError`."""
+    blob = safe_torch_load(path, device, what=what)
+    if not (isinstance(blob, dict) and isinstance(blob.get("model_config"), dict) and "state_dict" in blob):
+        raise ModelFileError(f"{str(path)!r} is not a {what}: expected a dict with 'model_config' and 'state_dict'")
+    try:
+        model = build(blob["model_config"]).to(device)
+        model.load_state_dict(blob["state_dict"])
+    except (TypeError, RuntimeError, ValueError) as err:
+        raise ModelFileError(f"{str(path)!r} does not hold a {what} this code can build "
+                             f"({str(err).splitlines()[0]})") from None
+    model.eval()
+    return model, blob
+
+
 # ------------------------------------------------------------------------------------------- replay buffers
 
 #: array attributes of SB3's ReplayBuffer / DictReplayBuffer saved by :func:`save_replay_buffer`

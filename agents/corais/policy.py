@@ -82,19 +82,9 @@ def load_model(path: Path, device: str = "cpu") -> tuple[CoRaiSNet, dict[str, An
     The file is read with ``torch.load(..., weights_only=True)``: a file that needs anything beyond
     tensors and plain values to unpickle (e.g. crafted to run code) is refused with ValueError.
     """
-    from agents.loading import ModelFileError, safe_torch_load
+    from agents.loading import load_config_model
 
-    path = Path(path)
-    blob = safe_torch_load(path, device, what="model file")  # UnsafeFileError: "refusing to load ... not a weights-only"
-    if not (isinstance(blob, dict) and isinstance(blob.get("model_config"), dict) and "state_dict" in blob):
-        raise ModelFileError(f"{str(path)!r} is not a CoRaiS model file: expected a dict with 'model_config' and 'state_dict'")
-    try:
-        model = CoRaiSNet(ModelConfig(**blob["model_config"])).to(device)
-        model.load_state_dict(blob["state_dict"])
-    except (TypeError, RuntimeError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r} does not hold a CoRaiS model this code can build "
-                             f"({str(err).splitlines()[0]})") from None
-    model.eval()
+    model, blob = load_config_model(path, device, "CoRaiS model file", lambda cfg: CoRaiSNet(ModelConfig(**cfg)))
     return model, {k: v for k, v in blob.items() if k != "state_dict"}
 
 

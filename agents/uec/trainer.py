@@ -191,19 +191,10 @@ def load_model(path: Path, device: str = "cpu") -> tuple[UECAttentionNet, dict[s
     """Load a model saved by :func:`save_model` with ``torch.load(weights_only=True)``: a file that would need
     code to unpickle raises :class:`agents.loading.UnsafeFileError` (nothing in it runs), a truncated or foreign
     one :class:`agents.loading.ModelFileError`."""
-    from agents.loading import ModelFileError, safe_torch_load
+    from agents.loading import load_config_model
 
-    blob = safe_torch_load(path, device, what="UEC attention model file")
-    if not (isinstance(blob, dict) and isinstance(blob.get("model_config"), dict) and "state_dict" in blob):
-        raise ModelFileError(f"{str(path)!r} is not a UEC attention model file: expected a dict with 'model_config' "
-                             "and 'state_dict'")
-    try:
-        model = UECAttentionNet(UECModelConfig(**blob["model_config"])).to(device)
-        model.load_state_dict(blob["state_dict"])
-    except (TypeError, RuntimeError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r} does not hold a UEC attention model this code can build "
-                             f"({str(err).splitlines()[0]})") from None
-    model.eval()
+    model, blob = load_config_model(path, device, "UEC attention model file",
+                                    lambda cfg: UECAttentionNet(UECModelConfig(**cfg)))
     return model, dict(blob.get("meta") or {})
 
 

@@ -59,6 +59,23 @@ def list_greedy(instance: Instance) -> np.ndarray:
     return action
 
 
+def top2_per_edge(values: np.ndarray, action: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per edge: the largest value, the request holding it (-1: none) and the second largest (0: none)."""
+    first = np.zeros(q)
+    first_idx = np.full(q, -1, dtype=np.int64)
+    second = np.zeros(q)
+    if action.size == 0:
+        return first, first_idx, second
+    order = np.lexsort((-values, action))  # by edge, then decreasing value
+    edge_sorted, val_sorted = action[order], values[order]
+    starts = np.flatnonzero(np.r_[True, edge_sorted[1:] != edge_sorted[:-1]])
+    e = edge_sorted[starts]
+    first[e], first_idx[e] = val_sorted[starts], order[starts]
+    has2 = np.r_[starts[1:], edge_sorted.size] - starts >= 2
+    second[e[has2]] = val_sorted[starts[has2] + 1]
+    return first, first_idx, second
+
+
 class _Aggregates:
     """Per-edge aggregates of a dispatch, with top-2 maxima so one request can be taken out in O(1)."""
 
@@ -70,18 +87,7 @@ class _Aggregates:
         self.update(action)
 
     def _top2(self, values: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        q = self.q
-        first = np.zeros(q)
-        first_idx = np.full(q, -1, dtype=np.int64)
-        second = np.zeros(q)
-        order = np.lexsort((-values, action))  # by edge, then decreasing value
-        edge_sorted, val_sorted = action[order], values[order]
-        starts = np.flatnonzero(np.r_[True, edge_sorted[1:] != edge_sorted[:-1]])
-        e = edge_sorted[starts]
-        first[e], first_idx[e] = val_sorted[starts], order[starts]
-        has2 = np.r_[starts[1:], edge_sorted.size] - starts >= 2
-        second[e[has2]] = val_sorted[starts[has2] + 1]
-        return first, first_idx, second
+        return top2_per_edge(values, action, self.q)
 
     def update(self, action: np.ndarray) -> None:
         tab, q = self.tab, self.q

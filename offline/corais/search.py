@@ -30,7 +30,7 @@ import numpy as np
 
 from envs.corais.dynamics import dispatch_cost, edge_times_from_aggregates
 from envs.corais.types import Instance
-from offline.corais.greedy import list_greedy
+from offline.corais.greedy import list_greedy, top2_per_edge
 
 __all__ = ["DEFAULT_SEARCH", "SearchResult", "iterated_local_search", "local_descent"]
 
@@ -51,23 +51,6 @@ class SearchResult:
     iterations: int
     descent_steps: int
     seconds: float
-
-
-def _top2(values: np.ndarray, action: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per edge: the largest value, the request holding it (-1: none) and the second largest (0: none)."""
-    first = np.zeros(q)
-    first_idx = np.full(q, -1, dtype=np.int64)
-    second = np.zeros(q)
-    if action.size == 0:
-        return first, first_idx, second
-    order = np.lexsort((-values, action))
-    edge_sorted, val_sorted = action[order], values[order]
-    starts = np.flatnonzero(np.r_[True, edge_sorted[1:] != edge_sorted[:-1]])
-    e = edge_sorted[starts]
-    first[e], first_idx[e] = val_sorted[starts], order[starts]
-    has2 = np.r_[starts[1:], edge_sorted.size] - starts >= 2
-    second[e[has2]] = val_sorted[starts[has2] + 1]
-    return first, first_idx, second
 
 
 class _Dispatch:
@@ -92,8 +75,8 @@ class _Dispatch:
         trn_sel, res_sel = self.trn[rows, action], self.res[rows, action]
         self.local = np.bincount(action, weights=c_loc, minlength=q)
         self.inc = np.bincount(action, weights=c_in, minlength=q)
-        trn1, trn1_idx, trn2 = _top2(trn_sel, action, q)
-        res1, res1_idx, res2 = _top2(res_sel, action, q)
+        trn1, trn1_idx, trn2 = top2_per_edge(trn_sel, action, q)
+        res1, res1_idx, res2 = top2_per_edge(res_sel, action, q)
         self.trn1, self.res1 = trn1, res1
         self.times = edge_times_from_aggregates(self.workload, self.local, self.inc, trn1, res1)
         # each request's edge without it

@@ -87,9 +87,17 @@ def value_opportunity_cost(instance: Instance) -> np.ndarray:
 
 
 class NetScoreGreedyPolicy(UECPolicy):
-    """Base of our greedies: the safe SSP maximising R_jkl(t) − cost_kl(t); accept if that is > 0."""
+    """Base of our greedies: the safe SSP maximising R_jkl(t) − cost_kl(t); accept if that is > 0. ``weight``
+    (named ``weight_name`` in errors) scales the price each subclass computes."""
 
     name = "net_score_greedy"
+    weight_name = "weight"
+
+    def __init__(self, weight: float) -> None:
+        super().__init__()
+        if not np.isfinite(weight) or weight < 0:
+            raise ValueError(f"{self.weight_name}={weight!r} is invalid: expected a finite number >= 0")
+        self.weight = float(weight)
 
     def cost(self, instance: Instance) -> np.ndarray:
         """(K, L, T) the price charged for an assignment."""
@@ -112,11 +120,11 @@ class OpportunityGreedyPolicy(NetScoreGreedyPolicy):
 
     name = "opportunity_greedy"
 
-    def __init__(self, price: float) -> None:
-        super().__init__()
-        if not np.isfinite(price) or price < 0:
-            raise ValueError(f"price={price!r} is invalid: expected a finite number >= 0")
-        self.price = float(price)
+    weight_name = "price"
+
+    @property
+    def price(self) -> float:
+        return self.weight
 
     def cost(self, instance: Instance) -> np.ndarray:
         return self.price * expected_work(instance)
@@ -129,11 +137,11 @@ class ValueBidPricePolicy(NetScoreGreedyPolicy):
 
     name = "value_bid_price"
 
-    def __init__(self, scale: float) -> None:
-        super().__init__()
-        if not np.isfinite(scale) or scale < 0:
-            raise ValueError(f"scale={scale!r} is invalid: expected a finite number >= 0")
-        self.scale = float(scale)
+    weight_name = "scale"
+
+    @property
+    def scale(self) -> float:
+        return self.weight
 
     def cost(self, instance: Instance) -> np.ndarray:
         return self.scale * value_opportunity_cost(instance)
@@ -147,11 +155,11 @@ class LPBidPricePolicy(NetScoreGreedyPolicy):
 
     name = "lp_bid_price"
 
-    def __init__(self, scale: float) -> None:
-        super().__init__()
-        if not np.isfinite(scale) or scale < 0:
-            raise ValueError(f"scale={scale!r} is invalid: expected a finite number >= 0")
-        self.scale = float(scale)
+    weight_name = "scale"
+
+    @property
+    def scale(self) -> float:
+        return self.weight
 
     def cost(self, instance: Instance) -> np.ndarray:
         return self.scale * ssp_bid_prices(instance, capacity_duals(instance))
