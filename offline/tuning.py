@@ -17,7 +17,6 @@ default), with the command, commit, machine and date beside each policy's values
 
 from __future__ import annotations
 
-import csv
 import importlib
 import logging
 import sys
@@ -42,7 +41,7 @@ from offline.provenance import (
     parse_key_values,
     utc_now,
 )
-from offline.runner import evaluate, get_hook, read_csv
+from offline.runner import evaluate, get_hook, read_csv, write_csv
 
 __all__ = ["get_spec", "ladder_env_ids", "main", "package_dir", "play_rows", "tune"]
 
@@ -148,14 +147,6 @@ def tune(env_id: str, tuning: TuningSpec, *, trials: int, seed: int = 0) -> tupl
     return dict(study.best_params), float(study.best_value), log_rows
 
 
-def _write_trials(path: Path, rows: list[dict[str, Any]]) -> None:
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def main(argv: list[str] | None = None) -> int:
     """The command line (see the module docstring); returns the exit status."""
     try:
@@ -190,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tuning {tuning.policy} on {env_id}: {n} trials, tuning set {partition.tuning_set(tuning.instances, tuning.episodes)}",
               flush=True)
         best, value, log_rows = tune(env_id, tuning, trials=n, seed=seed)
-        _write_trials(out / f"trials_{tuning.policy}.csv", log_rows)
+        write_csv(out / f"trials_{tuning.policy}.csv", log_rows)
         results[tuning.policy] = {
             "params": best,
             "value": value,
