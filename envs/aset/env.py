@@ -20,7 +20,7 @@ from envs.aset.dynamics import (
 )
 from envs.aset.generator import TOPOLOGIES, V1_DEFAULTS, Scenario, build_instance
 from envs.aset.types import POLICY_NAMES, Instance, State
-from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import (
     check_bool,
     check_choice,
@@ -249,14 +249,7 @@ class ASETEnv(gym.Env):
         """``"ansi"``: one status line; ``"rgb_array"``: per window so far, the policy chosen, the success /
         failure / rejection fractions and the offered load (see ``envs.aset.render``). None (with a
         warning) without a render mode."""
-        if self.render_mode is None:
-            render_not_set_warning(type(self).__name__)
-            return None
-        if self._history is None:
-            raise RuntimeError("call reset() before render()")
-        from envs.aset import render
-
-        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
+        return render_frame(self, started=self._history is not None, module="envs.aset.render")
 
     def action_masks(self) -> np.ndarray:
         """All seven policies are always allowed (for uniformity with the masked envs)."""

@@ -62,3 +62,18 @@ def render_not_set_warning(env_name: str) -> None:
         f"You are calling render() on {env_name} without a render mode; build it with "
         f"render_mode in {list(RENDER_MODES)}, e.g. gym.make(id, render_mode='rgb_array')."
     )
+
+
+def render_frame(env: Any, *, started: bool, module: str) -> str | np.ndarray | None:
+    """What every env's ``render()`` does: None with Gymnasium's warning without a render mode, RuntimeError
+    before the first reset (``started`` False), else ``module.ansi(env)`` or ``module.rgb_array(env)`` (the
+    problem's drawing module, imported only now, so an env that never renders never imports matplotlib)."""
+    import importlib
+
+    if env.render_mode is None:
+        render_not_set_warning(type(env).__name__)
+        return None
+    if not started:
+        raise RuntimeError("call reset() before render()")
+    drawing = importlib.import_module(module)
+    return drawing.ansi(env) if env.render_mode == "ansi" else drawing.rgb_array(env)

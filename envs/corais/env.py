@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import check_bool, check_choice, check_reset_options, check_seed
 from envs.corais.dynamics import response_times
 from envs.corais.generator import (
@@ -245,14 +245,7 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         """``"ansi"``: the batch and, after the step, each edge's requests and finish time; ``"rgb_array"``:
         a map of the edges with the dispatch (source edge -> executing edge) and a bar chart of each region
         edge's finish time T_j (see ``envs.corais.render``). None (with a warning) without a render mode."""
-        if self.render_mode is None:
-            render_not_set_warning(type(self).__name__)
-            return None
-        if self.instance is None:
-            raise RuntimeError("call reset() before render()")
-        from envs.corais import render
-
-        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
+        return render_frame(self, started=self.instance is not None, module="envs.corais.render")
 
 
 class CoRaiSEnvV1(CoRaiSEnv):

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import check_bool, check_choice, check_in_range, check_reset_options, check_seed
 from envs.oinc import dynamics as dyn
 from envs.oinc.generator import Scenario, make_scenario
@@ -240,14 +240,7 @@ class OINCEnv(gym.Env):
         """``"ansi"``: one status line; ``"rgb_array"``: every edge over the slots played so far, with its
         inference and retraining shares and pauses (see ``envs.oinc.render``). None (with a warning)
         without a render mode."""
-        if self.render_mode is None:
-            render_not_set_warning(type(self).__name__)
-            return None
-        if self._draws is None:
-            raise RuntimeError("call reset() before render()")
-        from envs.oinc import render
-
-        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
+        return render_frame(self, started=self._draws is not None, module="envs.oinc.render")
 
     def step(self, action):
         if getattr(self, "_closed", False):

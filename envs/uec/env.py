@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_not_set_warning
+from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import (
     check_bool,
     check_choice,
@@ -368,14 +368,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         """``"ansi"``: one status line; ``"rgb_array"``: a Gantt chart of the servers over the horizon
         (reserved work, retraining blocks by task type, pre-emptions, decisions so far), see
         ``envs.uec.render``. None (with a warning) without a render mode."""
-        if self.render_mode is None:
-            render_not_set_warning(type(self).__name__)
-            return None
-        if self._state is None:
-            raise RuntimeError("call reset() before render()")
-        from envs.uec import render
-
-        return render.ansi(self) if self.render_mode == "ansi" else render.rgb_array(self)
+        return render_frame(self, started=self._state is not None, module="envs.uec.render")
 
     # --- internals -----------------------------------------------------------------------------
     def _draw_episode(self) -> None:
