@@ -4,7 +4,7 @@ The ladder itself is :mod:`offline.ladder` (it plays every rung through the one 
 adds what offline may not import: the shipped learners (``pretrained:<name>`` of each env, from
 ``agents/pretrained/``) and ``agents.loading.resolve_policy`` to load them.
 
-Keys (``conf/experiment/ladder.yaml``): ``ladder_envs`` (``all`` or a list of env ids), ``quick`` (the CI
+Keys (``edge_sched_gym/conf/experiment/ladder.yaml``): ``ladder_envs`` (``all`` or a list of env ids), ``quick`` (the CI
 size), ``publish`` (refresh the checked-in ``results/ladder/``, ``docs/leaderboard.md`` and README's table;
 without it nothing checked in changes) and ``out`` (default ``outputs/ladder/``).
 """
@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.loading import PRETRAINED_DIR, pretrained_agents, resolve_policy
 from offline import ladder
-from offline.provenance import ROOT, parse_bool
+from offline.provenance import default_output, parse_bool, require_clone
 
 __all__ = ["pretrained_learners", "run_from_config", "run_ladder"]
 
@@ -68,9 +68,11 @@ def run_from_config(cfg: DictConfig) -> Path:
     env_ids = _env_ids(OmegaConf.to_container(value) if OmegaConf.is_config(value) else value)
     quick = parse_bool("quick", cfg.get("quick", False))
     publish = parse_bool("publish", cfg.get("publish", False))
+    if publish:
+        require_clone()
     if publish and quick:
         raise ValueError("publish=true with quick=true is refused: the checked-in ladder comes from a full run")
-    out = Path(cfg.out) if cfg.get("out") else ROOT / "outputs" / "ladder"
+    out = Path(cfg.out) if cfg.get("out") else default_output("ladder")
     from agents.registry import check_writable_folder
 
     check_writable_folder("out", out)  # before any rung runs (minutes), not at the first write

@@ -130,12 +130,21 @@ PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 _PRETRAINED_TOKEN = re.compile(r"pretrained:([A-Za-z0-9_.-]+)")
 
 
+#: The files of one shipped agent's folder (agents/pretrained/<name>/).
+PRETRAINED_FILES = ("config.yaml", "model.zip", "provenance.yaml")
+
+
 def pretrained_agents() -> dict[str, dict[str, Any]]:
     """Name -> provenance of every shipped agent under :data:`PRETRAINED_DIR` (sorted by name)."""
     import yaml
 
     found: dict[str, dict[str, Any]] = {}
-    for folder in sorted(PRETRAINED_DIR.iterdir()):
+    for folder in sorted(p for p in PRETRAINED_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        missing = [name for name in PRETRAINED_FILES if not (folder / name).is_file()]
+        if missing:  # e.g. a wheel built without the package data: say so rather than list no agents
+            raise ModelFileError(f"the shipped agent {folder.name!r} lacks {', '.join(missing)} in {folder}: the "
+                                 "installation is incomplete; reinstall edge-sched-gym (a wheel must carry "
+                                 "agents/pretrained/*/ as package data)")
         if (folder / "provenance.yaml").is_file():
             try:  # safe_load: a tag such as !!python/object is refused, never constructed
                 found[folder.name] = yaml.safe_load((folder / "provenance.yaml").read_text())
@@ -143,6 +152,9 @@ def pretrained_agents() -> dict[str, dict[str, Any]]:
                 first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                 raise ModelFileError(f"{folder / 'provenance.yaml'} does not parse as a shipped agent's provenance "
                                      f"({first})") from None
+    if not found:
+        raise ModelFileError(f"no shipped agent in {PRETRAINED_DIR}: the installation is incomplete; reinstall "
+                             "edge-sched-gym (a wheel must carry agents/pretrained/*/ as package data)")
     return found
 
 

@@ -6,11 +6,11 @@ Three kinds:
 * ``custom``    a trainer function per contract 5 (``train(env_cfg, algo_cfg, *, run_dir, seed, steps,
                 device) -> model path``) plus ``load_policy(run_dir, env)``, e.g. CoRaiS' REINFORCE;
 * ``reference`` a non-learning policy from ``offline.registry`` that is only evaluated and logged
-                (any ``conf/algo/<name>.yaml`` with ``kind: reference`` and ``policy: <name>``).
+                (any ``edge_sched_gym/conf/algo/<name>.yaml`` with ``kind: reference`` and ``policy: <name>``).
 
 Every algorithm has a dataclass schema, the ONE source of its hyper-parameters' defaults and types.
 :func:`register_configs` stores each in Hydra's ConfigStore as ``algo/<name>_schema``; a
-``conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]`` and keeps only what differs
+``edge_sched_gym/conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]`` and keeps only what differs
 from the schema, so Hydra itself rejects unknown keys and wrong types. Ranges that a type cannot say
 (``gamma`` in (0, 1], ``batch_size <= buffer_size``, ...) are checked by :func:`check_algo_ranges`.
 """
@@ -44,7 +44,7 @@ class Mask(str, Enum):
 
 @dataclass
 class SACConfig:
-    """conf/algo/sac.yaml — :class:`agents.sac.DiscreteSAC` hyper-parameters."""
+    """edge_sched_gym/conf/algo/sac.yaml — :class:`agents.sac.DiscreteSAC` hyper-parameters."""
 
     name: str = "sac"
     kind: str = "sb3"
@@ -72,7 +72,7 @@ class SACConfig:
 
 @dataclass
 class DQNConfig:
-    """conf/algo/dqn.yaml — :class:`agents.dqn.MaskedDQN` (SB3 DQN) hyper-parameters."""
+    """edge_sched_gym/conf/algo/dqn.yaml — :class:`agents.dqn.MaskedDQN` (SB3 DQN) hyper-parameters."""
 
     name: str = "dqn"
     kind: str = "sb3"
@@ -99,7 +99,7 @@ class DQNConfig:
 
 @dataclass
 class MaskablePPOConfig:
-    """conf/algo/ppo_mask.yaml — sb3-contrib's MaskablePPO (masks from ``env.action_masks()``)."""
+    """edge_sched_gym/conf/algo/ppo_mask.yaml — sb3-contrib's MaskablePPO (masks from ``env.action_masks()``)."""
 
     name: str = "ppo_mask"
     kind: str = "sb3"
@@ -121,7 +121,7 @@ class MaskablePPOConfig:
 
 @dataclass
 class ReferenceConfig:
-    """conf/algo/<policy>.yaml with ``kind: reference`` — evaluate a non-learning policy and log it."""
+    """edge_sched_gym/conf/algo/<policy>.yaml with ``kind: reference`` — evaluate a non-learning policy and log it."""
 
     name: str = "???"  # the run folder's algo part
     kind: str = "reference"
@@ -168,7 +168,7 @@ ALGOS: dict[str, AlgoSpec] = {
                            loader="agents.uec.trainer:load_policy", env_ids=("UEC-v0",)),
 }
 
-#: ConfigStore name of an algo's schema: ``conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]``.
+#: ConfigStore name of an algo's schema: ``edge_sched_gym/conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]``.
 SCHEMA_SUFFIX = "_schema"
 
 

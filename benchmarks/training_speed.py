@@ -40,7 +40,7 @@ WORKER = r"""
 import json, sys, time
 import numpy as np, torch
 from hydra import compose, initialize_config_dir
-import train
+from edge_sched_gym import train
 from agents.masking import infer_mask_dim
 from agents.registry import resolve_policy_kwargs
 from stable_baselines3.common.logger import configure

@@ -7,7 +7,7 @@ from ``offline`` or ``agents``), everything the rest of the suite needs to know 
 |--------------------|-------------------------------------------------------------------------------|
 | ``env_id``         | Gymnasium registration (``gym.make("UEC-v0")``)                              |
 | ``entry_point``    | Gymnasium registration                                                        |
-| ``config``         | the Hydra config ``conf/env/<config>.yaml`` of train.py and evaluate.py       |
+| ``config``         | the Hydra config ``edge_sched_gym/conf/env/<config>.yaml`` of train.py and evaluate.py       |
 | ``presets``        | ``"module:attr"`` of the named scenarios the env accepts (``preset_names()``)  |
 | ``policies``       | the module that registers the non-learning policies (``offline.registry``)    |
 | ``evaluation``     | ``"module:attr"`` of the problem's evaluation hook (``offline.runner``)        |
@@ -17,7 +17,7 @@ from ``offline`` or ``agents``), everything the rest of the suite needs to know 
 |                    | reference ladder, ``offline.ladder``); None: the env has no ladder            |
 
 Adding a problem = one :func:`register_problem` call (here for the suite's own four) plus its folders
-``envs/<p>/``, ``offline/<p>/``, ``conf/env/<config>.yaml`` and ``tests/<p>/``.
+``envs/<p>/``, ``offline/<p>/``, ``edge_sched_gym/conf/env/<config>.yaml`` and ``tests/<p>/``.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def get_problem(env_id: str) -> Problem:
 def make(env_id: str, kwargs: Mapping[str, Any] | None = None, wrappers: Sequence[str] = ()) -> gym.Env:
     """``gym.make(env_id, **kwargs)`` then each wrapper (``"module:Class"``, applied in order).
 
-    The env configs of train.py and evaluate.py (``conf/env/<config>.yaml``) list wrappers this way, e.g.
+    The env configs of train.py and evaluate.py (``edge_sched_gym/conf/env/<config>.yaml``) list wrappers this way, e.g.
     UEC's ``offline.uec.features:LPFeatures`` (RESCUE's value functions appended to the observation).
     """
     get_problem(env_id)
@@ -135,7 +135,7 @@ def wrap(env: gym.Env, wrappers: Sequence[str]) -> gym.Env:
 
 
 def problem_for_config(config: str) -> Problem:
-    """The record whose Hydra env config is ``conf/env/<config>.yaml``."""
+    """The record whose Hydra env config is ``edge_sched_gym/conf/env/<config>.yaml``."""
     for problem in PROBLEMS.values():
         if problem.config == config:
             return problem

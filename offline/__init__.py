@@ -10,6 +10,7 @@ import envs as _envs
 if getattr(_envs, "SUITE", None) != "edge-sched-gym":  # a foreign package named 'envs' shadows ours
     raise ImportError(
         f"the module 'envs' imported from {getattr(_envs, '__file__', '?')} is not edge-sched-gym's: another "
-        "distribution named 'envs' is installed or shadows it. Run `pip uninstall envs`, then reinstall this "
-        "project (`pip install -r requirements.txt`)."
+        "distribution or folder named 'envs' is installed or shadows it. `import edge_sched_gym` first loads the "
+        "suite's own envs even then; to repair an install, run `pip uninstall envs`, then reinstall edge-sched-gym "
+        "(in a clone `pip install -e .`; from a wheel `pip install --force-reinstall --no-deps edge-sched-gym`)."
     )

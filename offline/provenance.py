@@ -10,8 +10,27 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-#: The repository root (the folder holding envs/, offline/, agents/).
+#: The repository root (the folder holding envs/, offline/, agents/); site-packages for a wheel install.
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def in_clone(root: Path = ROOT) -> bool:
+    """Whether the suite runs from a clone (checked-in results/, docs/ and README.md beside the packages)."""
+    return (root / "pyproject.toml").is_file() and (root / "README.md").is_file()
+
+
+def default_output(*parts: str) -> Path:
+    """Where a command writes without ``out=``: the clone's git-ignored ``outputs/``, or, for an installed
+    copy, ``outputs/`` in the working directory (never inside site-packages)."""
+    return (ROOT if in_clone() else Path.cwd()) / "outputs" / Path(*parts)
+
+
+def require_clone(what: str = "publish=true") -> Path:
+    """The clone's root, for a command that refreshes checked-in files; ValueError for an installed copy."""
+    if not in_clone():
+        raise ValueError(f"{what} refreshes the checked-in files of a clone of edge-sched-gym, but this copy is "
+                         f"installed in {ROOT}: run it in a clone (git clone ...; pip install -e .), or leave it out")
+    return ROOT
 
 
 def git_commit(root: Path = ROOT) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from envs.problems import get_problem, make
 from offline.protocol import Policy, run_episode
+from offline.provenance import default_output, require_clone
 
 #: ``resolve(env_id, name, env, **kwargs) -> Policy``, e.g. :func:`offline.registry.make_policy`.
 Resolver = Callable[..., Policy]
@@ -98,13 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     (``DOCS_PICTURES``) into ``out``, or into ``docs/img/`` with ``publish=true``."""
     import sys
 
-    from offline.provenance import ROOT, check_writable_folder, parse_bool, parse_key_values
+    from offline.provenance import check_writable_folder, parse_bool, parse_key_values
 
     try:
         args = parse_key_values(list(sys.argv[1:] if argv is None else argv),
                                 {"out": "output folder (default outputs/pictures)", "publish": "true: docs/img/"})
         publish = parse_bool("publish", args.get("publish", "false"))
-        out = ROOT / "docs" / "img" if publish else Path(args.get("out") or ROOT / "outputs" / "pictures")
+        out = require_clone() / "docs" / "img" if publish else Path(args.get("out") or default_output("pictures"))
         check_writable_folder("out", out)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

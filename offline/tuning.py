@@ -34,11 +34,13 @@ from offline.provenance import (
     ROOT,
     check_writable_folder,
     command_line,
+    default_output,
     git_commit,
     machine,
     parse_bool,
     parse_count,
     parse_key_values,
+    require_clone,
     utc_now,
 )
 from offline.runner import evaluate, get_hook, read_csv, write_csv
@@ -164,12 +166,14 @@ def main(argv: list[str] | None = None) -> int:
         publish = parse_bool("publish", args.get("publish", "false"))
         seed = parse_count("seed", args.get("seed", "0"), minimum=0)
         trials = parse_count("trials", args["trials"]) if "trials" in args else None
-        out = Path(args.get("out") or ROOT / "outputs" / "tuning" / env_id)
+        out = Path(args.get("out") or default_output("tuning", env_id))
         if not str(args.get("out", "x")).strip():
             raise ValueError("out='' is invalid: expected a folder")
         check_writable_folder("out", out)
         if publish and quick:
             raise ValueError("publish=true with quick=true is refused: the checked-in values come from a full run")
+        if publish:
+            require_clone()
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

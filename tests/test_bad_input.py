@@ -27,7 +27,7 @@ from envs.oinc.generator import Scenario as OINCScenario
 from envs.uec.generator import Scenario as UECScenario
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = str(ROOT / "conf")
+CONF = str(ROOT / "edge_sched_gym" / "conf")
 
 #: Small valid constructor kwargs per env (the cases change one thing at a time).
 SMALL: dict[str, dict[str, Any]] = {
@@ -205,7 +205,7 @@ def _train_cfg(overrides: list[str]):
 
 @pytest.mark.parametrize(("override", "key"), TRAIN_CASES)
 def test_bad_input__train_sac_key(override: str, key: str, tmp_path: Path):
-    import train
+    from edge_sched_gym import train
 
     parts = override.split()
     with pytest.raises(ValueError, match=key.split(".")[-1]):
@@ -215,7 +215,7 @@ def test_bad_input__train_sac_key(override: str, key: str, tmp_path: Path):
 
 @pytest.mark.parametrize(("override", "key"), DQN_CASES)
 def test_bad_input__train_dqn_key(override: str, key: str, tmp_path: Path):
-    import train
+    from edge_sched_gym import train
 
     with pytest.raises(ValueError, match=key):
         train.run(_train_cfg(["env=uec-v0", "algo=dqn", f"out={tmp_path / 'runs'}", override]), overrides=[override])
@@ -224,7 +224,7 @@ def test_bad_input__train_dqn_key(override: str, key: str, tmp_path: Path):
 
 @pytest.mark.parametrize(("overrides", "key"), TRAIN_FIT_CASES)
 def test_bad_input__train_algo_that_does_not_fit_the_env(overrides: list[str], key: str, tmp_path: Path):
-    import train
+    from edge_sched_gym import train
 
     with pytest.raises(ValueError, match=key):
         train.run(_train_cfg([*overrides, f"out={tmp_path / 'runs'}"]), overrides=overrides)
@@ -260,7 +260,7 @@ def _evaluate_cfg(overrides: list[str]):
 
 @pytest.mark.parametrize(("overrides", "key"), EVALUATE_CASES)
 def test_bad_input__evaluate_key(overrides: list[str], key: str, tmp_path: Path):
-    import evaluate
+    from edge_sched_gym import evaluate
 
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=key):

@@ -64,8 +64,8 @@ def test_docs__the_link_checker_sees_links_and_skips_code(tmp_path):
 
 def test_docs__every_experiment_config_is_named_on_the_reproduce_page():
     page = (DOCS / "reproduce.md").read_text(encoding="utf-8")
-    experiments = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
-    assert experiments, "conf/experiment/ has no experiment configs"
+    experiments = sorted(p.stem for p in (ROOT / "edge_sched_gym" / "conf" / "experiment").glob("*.yaml"))
+    assert experiments, "edge_sched_gym/conf/experiment/ has no experiment configs"
     missing = [name for name in experiments if f"`{name}`" not in page]
     assert not missing, f"experiments not named (as `name`) in docs/reproduce.md: {missing}"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import evaluate
+from edge_sched_gym import evaluate
 from envs.problems import PROBLEMS
 
 

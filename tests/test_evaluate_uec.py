@@ -11,10 +11,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import evaluate
+from edge_sched_gym import evaluate
 from envs.uec.generator import PRESETS
 
-CONF = str(Path(__file__).resolve().parents[1] / "conf")
+CONF = str(Path(__file__).resolve().parents[1] / "edge_sched_gym" / "conf")
 
 
 def config(*overrides: str):
@@ -164,9 +164,9 @@ def _sac_run(tmp_path: Path) -> Path:
     """A UEC-v0 SAC run folder as train.py writes it, with an (untrained) checkpoint."""
     import gymnasium as gym
 
-    import train
     from agents.masking import infer_mask_dim
     from agents.sac import DiscreteSAC
+    from edge_sched_gym import train
 
     run_dir = tmp_path / "runs" / "uec-v0__sac__0__x"
     with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,13 +16,14 @@ from envs.problems import PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: envs ← offline ← agents ← entry points: a module may import only from its own layer or lower ones.
-LAYERS = {"envs": 0, "offline": 1, "agents": 2, "train": 3, "evaluate": 3, "evaluate_papers": 3, "benchmarks": 3}
+LAYERS = {"envs": 0, "offline": 1, "agents": 2, "edge_sched_gym": 3, "train": 3, "evaluate": 3, "evaluate_papers": 3,
+          "benchmarks": 3}
 SUITE_PACKAGES = ("envs", "offline", "agents")
 
 
 def source_files() -> list[Path]:
     files = [ROOT / "train.py", ROOT / "evaluate.py", ROOT / "evaluate_papers.py"]
-    for folder in (*SUITE_PACKAGES, "benchmarks"):
+    for folder in (*SUITE_PACKAGES, "edge_sched_gym", "benchmarks"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
 
@@ -129,7 +131,7 @@ def test_house__no_file_edits_sys_path():
 
 
 def test_house__env_configs_are_the_registry_s_problems():
-    configs = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "conf" / "env").glob("*.yaml")}
+    configs = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "edge_sched_gym" / "conf" / "env").glob("*.yaml")}
     assert set(configs) == {p.config for p in PROBLEMS.values()}
     for problem in PROBLEMS.values():
         assert configs[problem.config]["id"] == problem.env_id
@@ -167,3 +169,31 @@ def test_house__a_foreign_envs_package_is_refused_with_a_clear_error(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "is not edge-sched-gym's" in result.stderr and "pip uninstall envs" in result.stderr
+
+
+def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_house__edge_sched_gym_makes_the_suite_s_envs_next_to_a_foreign_envs_folder(tmp_path):
+    """issue 28 F9: a user's own envs/ in the working directory comes first on sys.path; the clash-proof import
+    still registers and makes the suite's envs, and says which package it shadows."""
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "__init__.py").write_text("VALUE = 'someone else'\n")
+    result = _python("import gymnasium as gym\nenv = gym.make('edge_sched_gym:UEC-v0')\nimport envs\n"
+                     "print(env.reset(seed=0)[0].shape, envs.SUITE)", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "edge-sched-gym"
+    assert "comes first on sys.path" in result.stderr and str(tmp_path / "envs") in result.stderr
+
+
+def test_house__edge_sched_gym_refuses_an_already_imported_foreign_envs(tmp_path):
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "__init__.py").write_text("VALUE = 'someone else'\n")
+    result = _python("import envs\nimport edge_sched_gym", tmp_path)
+    assert result.returncode != 0
+    assert "already imported" in result.stderr and "Import edge_sched_gym before it" in result.stderr

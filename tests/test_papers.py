@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import evaluate_papers as ep
+from edge_sched_gym import evaluate_papers as ep
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = ep.experiment_blocks()
@@ -40,7 +41,7 @@ def test_papers__checks_name_a_result_file_and_columns_of_their_experiment(exper
     """file = summary or one of the experiment's sweeps (or a file inside a sweep point); `by` = the sweep's
     column; quick's sweeps/values name existing sweeps; every check appears in the checked-in comparison with
     a verdict (the run that wrote it read every column: an unknown column raises)."""
-    cfg = yaml.safe_load((ROOT / "conf" / "experiment" / f"{experiment}.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "edge_sched_gym" / "conf" / "experiment" / f"{experiment}.yaml").read_text())
     sweeps = {s["name"]: s["parameter"].split(".")[-1] for s in cfg.get("sweeps") or []}
     block = BLOCKS[experiment]
     quick = block.get("quick") or {}
@@ -197,3 +198,16 @@ def test_papers__readme_table_equals_the_checked_in_results():
     assert summary.is_file(), "results/papers/summary.csv is not checked in"
     table = readme.split(ep.README_BEGIN, 1)[1].split(ep.README_END, 1)[0].strip()
     assert table == ep.render_readme_table(summary), "README's table is stale: run python -m evaluate_papers readme"
+
+
+@pytest.mark.parametrize("paper", list(ep.PAPERS))
+def test_papers__pages_show_every_experiment_plot_as_checked_in(paper):
+    """issue 28 F7: each page's Figures section shows every checked-in sweep plot of its experiments, and the
+    docs' copies equal the results' files (python -m evaluate_papers figures refreshes them)."""
+    page = (ROOT / "docs" / "papers" / f"{paper}.md").read_text()
+    plots = [(e, png) for e in ep.experiment_blocks(paper) for png in sorted((ROOT / "results" / paper / e).glob("*.png"))]
+    assert plots, f"results/{paper}/ has no plots"
+    shown = re.findall(r"!\[[^\]]*\]\(\.\./assets/papers/([^)]+)\)", page.partition(ep.FIGURES_HEADING)[2])
+    assert shown == [f"{e}/{png.name}" for e, png in plots], "stale Figures section: python -m evaluate_papers figures"
+    for e, png in plots:
+        assert (ROOT / "docs" / "assets" / "papers" / e / png.name).read_bytes() == png.read_bytes()

@@ -150,7 +150,7 @@ def test_render__save_episode_picture_writes_the_last_frame(env_id, tmp_path):
 def test_render__evaluate_py_render_true_saves_one_picture_per_policy(tmp_path):
     from omegaconf import OmegaConf
 
-    import evaluate
+    from edge_sched_gym import evaluate
 
     cfg = OmegaConf.create({
         "env": {"name": "corais-v1", "id": "CoRaiS-v1", "kwargs": {"scale": [5, 3, 12]}},

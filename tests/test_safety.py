@@ -44,7 +44,7 @@ from agents.masking import infer_mask_dim
 from agents.sac import DiscreteSAC
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = str(ROOT / "conf")
+CONF = str(ROOT / "edge_sched_gym" / "conf")
 
 
 class _Payload:
@@ -109,7 +109,7 @@ def _data(raw: bytes) -> dict:
 
 def _run_folder(tmp_path: Path, raw: bytes, name: str = "run", overrides: list[str] = TINY) -> Path:
     """A training run folder (config.yaml as train.py saves it) with ``raw`` as its model.zip."""
-    import train
+    from edge_sched_gym import train
 
     run_dir = tmp_path / name
     run_dir.mkdir(parents=True)
@@ -192,7 +192,7 @@ def test_safety__evaluate_py_refuses_a_crafted_run_with_one_error_line(tmp_path)
 
 
 def test_safety__evaluate_py_leaves_no_folder_when_a_tensor_file_is_refused_at_load(tmp_path):
-    import evaluate
+    from edge_sched_gym import evaluate
 
     marker = tmp_path / "marker.txt"
     model, _ = _tiny_model()
@@ -219,7 +219,7 @@ def test_safety__a_run_config_naming_a_wrapper_module_beside_it_is_refused_befor
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(UnsafeFileError, match=r"env\.wrappers entry 'runs\.x\.payload:W'"):
         load_run_config(run_dir)
-    import train
+    from edge_sched_gym import train
 
     overrides = [f"resume={run_dir}", "steps=2000", "progress=false"]
     with pytest.raises(ValueError, match=r"runs\.x\.payload"):
@@ -234,11 +234,13 @@ def test_safety__a_tampered_provenance_yaml_and_a_ladder_out_file_give_the_proje
     shipped.mkdir(parents=True)
     marker = tmp_path / "marker.txt"
     (shipped / "provenance.yaml").write_text(f"!!python/object/apply:os.system ['touch {marker}']\n")
+    (shipped / "config.yaml").write_text("{}\n")
+    (shipped / "model.zip").write_bytes(b"")
     monkeypatch.setattr(loading, "PRETRAINED_DIR", tmp_path / "pretrained")
     with pytest.raises(loading.ModelFileError, match=r"provenance\.yaml does not parse"):
         loading.pretrained_agents()
     assert not marker.exists()
-    import evaluate
+    from edge_sched_gym import evaluate
 
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match=r"out=.*a_file"):
@@ -319,7 +321,7 @@ def test_safety__replay_buffers_round_trip_as_arrays_and_pickles_are_refused(tmp
 
 def _resumable(tmp_path: Path, steps: tuple[int, ...] = (150, 200), final: int | None = None) -> Path:
     """A run folder (tiny UEC SAC) with real checkpoints (and buffers) at ``steps`` and optionally a model.zip."""
-    import train
+    from edge_sched_gym import train
 
     run_dir = tmp_path / "uec-v0__sac__0__x"
     (run_dir / "checkpoints").mkdir(parents=True)
@@ -336,14 +338,14 @@ def _resumable(tmp_path: Path, steps: tuple[int, ...] = (150, 200), final: int |
 
 
 def _prepare_resume(run_dir: Path, *extra: str):
-    import train
+    from edge_sched_gym import train
 
     overrides = [f"resume={run_dir}", *extra]
     return train.prepare_resume(_train_cfg(overrides), overrides=overrides)
 
 
 def test_safety__an_empty_resume_is_an_error_not_a_fresh_run(tmp_path):
-    import train
+    from edge_sched_gym import train
 
     overrides = ["resume=", f"out={tmp_path / 'runs'}"]
     with pytest.raises(ValueError, match="resume= is empty"):
@@ -407,7 +409,7 @@ def test_safety__a_missing_or_garbage_config_yaml_is_named(tmp_path, content, me
 
 
 def test_safety__a_config_yaml_naming_another_env_is_named_before_training(tmp_path):
-    import train
+    from edge_sched_gym import train
 
     run_dir = _resumable(tmp_path, steps=(200,))
     saved = OmegaConf.load(run_dir / "config.yaml")
@@ -442,7 +444,7 @@ SEED_CASES = [("seed=4294967296", "seed"), ("seed=9223372036854775808", "seed"),
 
 @pytest.mark.parametrize(("override", "key"), SEED_CASES)
 def test_safety__train_seeds_share_one_range_checked_before_any_folder(override, key, tmp_path):
-    import train
+    from edge_sched_gym import train
 
     with pytest.raises(ValueError, match=rf"^{key}=\d+ is invalid: expected an integer in \[0, 2\*\*32 - 1\]"):
         train.run(_train_cfg([*TINY, f"out={tmp_path / 'runs'}", override]), overrides=[override])
@@ -451,7 +453,7 @@ def test_safety__train_seeds_share_one_range_checked_before_any_folder(override,
 
 
 def test_safety__evaluate_seed_has_the_same_range(tmp_path):
-    import evaluate
+    from edge_sched_gym import evaluate
 
     with pytest.raises(ValueError, match=r"seed=4294967296 is invalid: expected an integer in \[0, 2\*\*32 - 1\]"):
         evaluate.run(_evaluate_cfg(["seed=4294967296", f"out={tmp_path / 'out'}"]))
@@ -468,8 +470,7 @@ ENV_KWARG_CASES = [
 
 @pytest.mark.parametrize(("overrides", "message"), ENV_KWARG_CASES)
 def test_safety__unknown_env_kwargs_list_the_accepted_ones(overrides, message, tmp_path):
-    import evaluate
-    import train
+    from edge_sched_gym import evaluate, train
 
     with pytest.raises(ValueError, match=rf"{message}.*accepted env.kwargs: \["):
         train.run(_train_cfg([*overrides, f"out={tmp_path / 'runs'}"]), overrides=overrides)
@@ -493,7 +494,7 @@ EVALUATE_KEY_CASES = [
 
 @pytest.mark.parametrize(("overrides", "message"), EVALUATE_KEY_CASES)
 def test_safety__evaluate_rejects_unknown_keys_before_anything_runs(overrides, message, tmp_path):
-    import evaluate
+    from edge_sched_gym import evaluate
 
     with pytest.raises(ValueError, match=message):
         evaluate.run(_evaluate_cfg([*overrides, f"out={tmp_path / 'out'}"]))
@@ -501,7 +502,7 @@ def test_safety__evaluate_rejects_unknown_keys_before_anything_runs(overrides, m
 
 
 def test_safety__the_ladder_and_papers_keys_stay_accepted():
-    import evaluate
+    from edge_sched_gym import evaluate
 
     evaluate.check_keys(_evaluate_cfg(["experiment=ladder", "ladder_envs=[UEC-v0]", "quick=true", "publish=false",
                                        "out=x"]))
@@ -509,7 +510,7 @@ def test_safety__the_ladder_and_papers_keys_stay_accepted():
 
 
 def test_safety__train_rejects_added_unknown_keys_before_any_folder(tmp_path):
-    import train
+    from edge_sched_gym import train
 
     for override in ("+quickk=1", "+eval.foo=1"):
         with pytest.raises(ValueError, match=override.lstrip("+").split("=")[0].split(".")[-1]):
@@ -526,7 +527,7 @@ def _checked_in(paths: list[Path]) -> dict[Path, bytes]:
 
 
 def test_safety__a_papers_run_without_publish_writes_only_under_out(tmp_path):
-    import evaluate_papers as ep
+    from edge_sched_gym import evaluate_papers as ep
 
     watched = [ROOT / "results" / "aset", ROOT / "results" / "papers", ROOT / "docs" / "papers" / "aset.md",
                ROOT / "README.md"]

@@ -135,7 +135,7 @@ def test_toy_problem__the_generic_runner_evaluates_its_policies_exactly(toy_prob
 def test_toy_problem__evaluate_py_runs_it_from_a_config(toy_problem, tmp_path, capsys):
     from omegaconf import OmegaConf
 
-    import evaluate
+    from edge_sched_gym import evaluate
 
     cfg = OmegaConf.create({
         "env": {"name": "toy-v0", "id": TOY_ID, "kwargs": {"rounds": 2}},

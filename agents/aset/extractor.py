@@ -6,11 +6,11 @@ Accepts the env's default flat observation (reshaped to (features, ``time_steps`
 The paper's DQN "consists of a stacking of convolutional layers that extracts temporal correlations
 from the state tensor" (Section IV-A). Two modes:
 
-* ``conv="2d"`` (the paper's architecture, conf/experiment/dqn_aset_paper.yaml): the state is a
+* ``conv="2d"`` (the paper's architecture, edge_sched_gym/conf/experiment/dqn_aset_paper.yaml): the state is a
   one-channel image (features x time); three 4x4 convolutions (16/32/64 channels, 'same' padding),
   each followed by ReLU and a max-pool over time only (1x2), then adaptive average pooling and a
   linear layer to ``features_dim`` = 256; SB3's Q head then maps 256 -> 7 (``net_arch=[256]``).
-* ``conv="1d"`` (CPU-sized default, conf/env/aset-v0.yaml): every feature row is an input channel of 1-D convolutions over
+* ``conv="1d"`` (CPU-sized default, edge_sched_gym/conf/env/aset-v0.yaml): every feature row is an input channel of 1-D convolutions over
   the 20 sub-windows (kernel 4), so the cost does not grow with the image area; max-pool over time,
   then a linear layer to ``features_dim``.
 

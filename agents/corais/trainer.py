@@ -40,17 +40,17 @@ ENV_IDS: tuple[str, ...] = ("CoRaiS-v0", "CoRaiS-v1")
 
 
 def _cpu_model() -> ModelConfig:
-    """The CPU-sized network (0.14 M parameters); the paper's is in conf/experiment/corais_train_paper.yaml."""
+    """The CPU-sized network (0.14 M parameters); the paper's is in edge_sched_gym/conf/experiment/corais_train_paper.yaml."""
     return ModelConfig(embed_dim=64, edge_layers=2, request_layers=1, heads=8, ff_hidden=128, tanh_clip=10.0,
                        derived_edge_inputs=True)
 
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters: the schema of conf/algo/corais.yaml (Hydra ConfigStore ``algo/corais_schema``).
+    """Hyper-parameters: the schema of edge_sched_gym/conf/algo/corais.yaml (Hydra ConfigStore ``algo/corais_schema``).
 
     The defaults are the CPU-sized run (25 min of one core); the paper-sized preset is
-    conf/experiment/corais_train_paper.yaml.
+    edge_sched_gym/conf/experiment/corais_train_paper.yaml.
     """
 
     name: str = "corais"
@@ -80,7 +80,7 @@ class TrainConfig:
         from omegaconf import OmegaConf
         from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a conf/algo YAML read as plain YAML
+        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a edge_sched_gym/conf/algo YAML read as plain YAML
         allowed = sorted(f.name for f in fields(cls))
         try:
             merged = OmegaConf.merge(OmegaConf.structured(cls), cfg)
@@ -349,7 +349,7 @@ class CLIConfig:
     seed: int = 0
     steps: int = 10**9  # instances to dispatch (default: until algo.max_minutes)
     device: str = "cpu"
-    experiment: str | None = None  # conf/experiment/<name>.yaml whose algo, steps and env scale apply first
+    experiment: str | None = None  # edge_sched_gym/conf/experiment/<name>.yaml whose algo, steps and env scale apply first
     resume: bool = False  # continue run_dir from its newest checkpoint (up to steps)
     algo: TrainConfig = field(default_factory=TrainConfig)
 
@@ -359,10 +359,10 @@ class CLIConfig:
 
 
 def _experiment(name: str) -> dict[str, Any]:
-    """``algo``, ``steps``, ``scale`` and ``env_id`` of conf/experiment/<name>.yaml (e.g. corais_train_paper)."""
+    """``algo``, ``steps``, ``scale`` and ``env_id`` of edge_sched_gym/conf/experiment/<name>.yaml (e.g. corais_train_paper)."""
     import yaml
 
-    conf = Path(__file__).resolve().parents[2] / "conf" / "experiment"
+    conf = Path(__file__).resolve().parents[2] / "edge_sched_gym" / "conf" / "experiment"
     path = conf / f"{name}.yaml"
     if not path.is_file():
         raise ValueError(f"experiment={name!r} is not in {conf}; valid: {sorted(p.stem for p in conf.glob('*.yaml'))}")
@@ -381,7 +381,7 @@ def _experiment(name: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Train without Hydra, key=value overrides of :class:`CLIConfig` (``algo.<key>`` as in conf/algo/corais.yaml)::
+    """Train without Hydra, key=value overrides of :class:`CLIConfig` (``algo.<key>`` as in edge_sched_gym/conf/algo/corais.yaml)::
 
         python -m agents.corais.trainer run_dir=runs/corais_cpu algo.max_minutes=13.5
         python -m agents.corais.trainer run_dir=runs/corais_v1 env_id=CoRaiS-v1 scale=[10,5,100]

@@ -3,7 +3,7 @@
     python evaluate.py experiment=aset_claims out=results/aset/claims
     python -m offline.aset.claims results/aset/claims          # -> results/aset/claims/claims.csv and claims.md
 
-Reads each sweep CSV of ``conf/experiment/aset_claims.yaml`` (one per (queueing, capacity_scale) setting,
+Reads each sweep CSV of ``edge_sched_gym/conf/experiment/aset_claims.yaml`` (one per (queueing, capacity_scale) setting,
 swept over the topologies) and checks, per setting:
 
 * (a) *no static policy is best everywhere*: the policy with the highest success rate differs between

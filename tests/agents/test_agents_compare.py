@@ -65,10 +65,10 @@ def test_compare__learner_table_scores_runs_against_the_best_baseline_in_either_
 def test_compare__evaluate_py_writes_the_learner_table_for_trained_runs(tmp_path):
     from hydra import compose, initialize_config_dir
 
-    import evaluate
     from agents import pretrained
+    from edge_sched_gym import evaluate
 
-    conf = str(pytest.importorskip("pathlib").Path(__file__).resolve().parents[2] / "conf")
+    conf = str(pytest.importorskip("pathlib").Path(__file__).resolve().parents[2] / "edge_sched_gym" / "conf")
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
         cfg = compose("evaluate", overrides=["env=uec-v0", "policies=[pretrained:uec-v0-sac,pickconfigs,random]",
                                              "episodes=2", "progress=false", f"out={tmp_path}"])

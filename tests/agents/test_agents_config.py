@@ -12,8 +12,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
-import train
 from agents.registry import ALGOS, check_action_space, get_spec, validate_algo_config
+from edge_sched_gym import train
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVS = train.available_choices("env")
@@ -200,7 +200,7 @@ def test_train__parallel_jobs_never_share_a_run_folder(tmp_path):
 
 def test_train__experiment_preset_sets_env_algo_overrides():
     if "oinc_sac_paper" not in train.available_choices("experiment"):
-        pytest.skip("the OINC paper preset is not in conf/experiment/")
+        pytest.skip("the OINC paper preset is not in edge_sched_gym/conf/experiment/")
     prepared = train.prepare(compose_cfg(["+experiment=oinc_sac_paper"]))
     assert prepared.env["id"] == "OINC-v0" and prepared.spec.name == "sac"
     assert prepared.algo["policy_kwargs"]["net_arch"] == [1024, 512] and prepared.steps == 1_000_000

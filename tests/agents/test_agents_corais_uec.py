@@ -114,7 +114,7 @@ def test_uec_v0__corais_uec_save_load_round_trip_gives_identical_greedy_actions(
 def test_uec_v0__corais_uec_train_py_tiny_budget_writes_model_events_and_loads(tmp_path: Path):
     from hydra import compose, initialize_config_dir
 
-    import train
+    from edge_sched_gym import train
 
     overrides = ["env=uec-v0", "algo=corais_uec", "env.kwargs.scenario=tiny", "steps=400", f"out={tmp_path}",
                  "algo.seeds_per_batch=2", "algo.samples=4", "algo.eval_every=2", "algo.eval_episodes=3",

@@ -14,10 +14,10 @@ from conftest import interrupt_training
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import train
 from agents.callbacks import GracefulInterrupt, TrainingInterrupted
 from agents.loading import latest_checkpoint, load_run_model, replay_buffer_file
 from agents.sac import DiscreteSAC
+from edge_sched_gym import train
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["algo.learning_starts=100", "algo.batch_size=32", "algo.policy_kwargs.net_arch=[32,32]",

@@ -156,7 +156,7 @@ def test_train__save_load_round_trip_gives_identical_deterministic_actions(cls, 
 def test_train__run_in_process_with_two_envs_and_a_reference_algo(tmp_path):
     from hydra import compose, initialize_config_dir
 
-    import train
+    from edge_sched_gym import train
 
     overrides = ["env=uec-v0", "algo=dqn", "steps=200", "n_envs=2", f"out={tmp_path}", *SMALL, *NO_REFERENCE]
     with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
@@ -193,7 +193,7 @@ def test_train__unwritable_out_or_negative_seed_exits_2_before_any_run_folder(tm
 def test_train__failure_before_training_starts_removes_the_run_folder(tmp_path, monkeypatch):
     from hydra import compose, initialize_config_dir
 
-    import train
+    from edge_sched_gym import train
 
     def broken_bound(env_cfg):
         raise RuntimeError("bound exploded")
@@ -220,7 +220,7 @@ def test_train__failure_before_training_starts_removes_the_run_folder(tmp_path, 
 def test_train__algo_ranges_missing_before_are_checked(overrides: list[str], message: str):
     from hydra import compose, initialize_config_dir
 
-    import train
+    from edge_sched_gym import train
 
     with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["env=uec-v0", *overrides])

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-import evaluate
 from agents.aset.study import LEARNED_ROWS, StudyConfig, study
 from agents.compare import learner_table
 from agents.loading import AblatedObservation, resolve_policy, split_ablation
+from edge_sched_gym import evaluate
 from envs.aset.env import ASETEnv
 from offline.aset import evaluate_policies
 from offline.protocol import run_episode

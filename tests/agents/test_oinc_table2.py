@@ -21,7 +21,7 @@ def two_runs(tmp_path_factory) -> list[Path]:
     """Two tiny SAC-D runs (seeds 0 and 1) trained across instances with the extended observation."""
     from hydra import compose, initialize_config_dir
 
-    import train
+    from edge_sched_gym import train
 
     out = tmp_path_factory.mktemp("runs")
     runs = []

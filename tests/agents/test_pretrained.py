@@ -21,7 +21,7 @@ TINY = ["env=oinc-v0", "algo=sac", "steps=150", "algo.learning_starts=100", "env
 def tiny_run(tmp_path_factory) -> Path:
     from hydra import compose, initialize_config_dir
 
-    import train
+    from edge_sched_gym import train
 
     overrides = [*TINY, f"out={tmp_path_factory.mktemp('runs')}"]
     with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
@@ -95,9 +95,9 @@ def test_pretrained__every_shipped_agent_reproduces_its_recorded_evaluation(name
 def test_pretrained__evaluate_py_takes_pretrained_names_and_refuses_unknown_ones():
     from hydra import compose, initialize_config_dir
 
-    import evaluate
+    from edge_sched_gym import evaluate
 
-    conf = str(Path(__file__).resolve().parents[2] / "conf")
+    conf = str(Path(__file__).resolve().parents[2] / "edge_sched_gym" / "conf")
     name = sorted(pretrained.available())[0]
     env = pretrained.available()[name]["env_id"].lower()
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
@@ -115,3 +115,14 @@ def test_pretrained__sac_model_files_hold_each_weight_once(tiny_run):
     with zipfile.ZipFile(tiny_run / "model.zip") as archive:
         data = json.loads(archive.read("data"))
     assert not {"critic_parameters", "critic_target_parameters", "batch_norm_stats"} & set(data)
+
+
+def test_pretrained__an_incomplete_installation_is_an_error_not_an_empty_list(tmp_path, monkeypatch):
+    """issue 28 F1: a wheel without the package data listed no agents and then called every name unknown."""
+    monkeypatch.setattr(loading, "PRETRAINED_DIR", tmp_path)
+    with pytest.raises(loading.ModelFileError, match="no shipped agent in"):
+        pretrained.available()
+    (tmp_path / "uec-v0-sac").mkdir()
+    (tmp_path / "uec-v0-sac" / "provenance.yaml").write_text("env_id: UEC-v0\n")
+    with pytest.raises(loading.ModelFileError, match=r"'uec-v0-sac' lacks config\.yaml, model\.zip"):
+        pretrained.available()

@@ -109,7 +109,7 @@ def _extractor_kwargs(path: str) -> dict:
         else cfg["algo_overrides"]["dqn"]["policy_kwargs"]["features_extractor_kwargs"]
 
 
-@pytest.mark.parametrize("config", ["conf/env/aset-v0.yaml", "conf/experiment/dqn_aset_paper.yaml"])
+@pytest.mark.parametrize("config", ["edge_sched_gym/conf/env/aset-v0.yaml", "edge_sched_gym/conf/experiment/dqn_aset_paper.yaml"])
 @pytest.mark.parametrize("layout", ["flat", "2d"])
 def test_aset__extractor_maps_observations_to_features(config, layout):
     preset = _extractor_kwargs(config)
@@ -136,7 +136,7 @@ def test_aset__extractor_rejects_incompatible_spaces():
 def test_aset__dqn_with_extractor_from_the_env_config_trains_a_few_hundred_steps():
     from stable_baselines3 import DQN
 
-    cfg = yaml.safe_load(Path(ROOT / "conf" / "env" / "aset-v0.yaml").read_text())
+    cfg = yaml.safe_load(Path(ROOT / "edge_sched_gym" / "conf" / "env" / "aset-v0.yaml").read_text())
     assert cfg["id"] == "ASET-v0" and cfg["name"] == "aset-v0"
     dqn = dict(cfg["algo_overrides"]["dqn"])
     assert dqn.pop("mask") == "none"  # train.py's MaskedDQN must not read a mask from ASET's observation
@@ -160,14 +160,14 @@ def test_aset__dqn_with_extractor_from_the_env_config_trains_a_few_hundred_steps
 
 
 def test_aset__experiment_configs_name_registered_policies_and_env_fields():
-    exp_dir = ROOT / "conf" / "experiment"
+    exp_dir = ROOT / "edge_sched_gym" / "conf" / "experiment"
     files = sorted(exp_dir.glob("aset_*.yaml"))
     assert files
     for path in files:
         cfg = yaml.safe_load(Path(path).read_text())
         env = next(d["override /env"] for d in cfg["defaults"] if "override /env" in d)
         assert env in ("aset-v0", "aset-v1"), path.name
-        assert set(cfg["env"]["kwargs"]) <= set(yaml.safe_load(Path(ROOT / f"conf/env/{env}.yaml").read_text())["kwargs"])
+        assert set(cfg["env"]["kwargs"]) <= set(yaml.safe_load(Path(ROOT / f"edge_sched_gym/conf/env/{env}.yaml").read_text())["kwargs"])
         env_id = env.replace("aset", "ASET")
         shipped = {f"pretrained:{name}" for name in pretrained_agents()
                    if yaml.safe_load((PRETRAINED_DIR / name / "config.yaml").read_text())["env"]["id"] == env_id}

@@ -14,7 +14,7 @@ from agents.corais.trainer import TrainConfig
 from agents.loading import available_policies  # non-learning and shipped learned policies
 from envs.corais.generator import parse_scale
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "edge_sched_gym" / "conf"
 EXPERIMENTS = sorted((CONF / "experiment").glob("corais_*.yaml"))
 
 

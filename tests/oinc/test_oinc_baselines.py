@@ -239,9 +239,9 @@ def test_oinc_evaluate__command_line_writes_summary_csv(tmp_path: pathlib.Path, 
     """``python evaluate.py env=oinc-v0`` replaces ``python -m offline.oinc`` (Table II as a markdown table)."""
     from hydra import compose, initialize_config_dir
 
-    import evaluate
+    from edge_sched_gym import evaluate
 
-    conf = str(pathlib.Path(__file__).resolve().parents[2] / "conf")
+    conf = str(pathlib.Path(__file__).resolve().parents[2] / "edge_sched_gym" / "conf")
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
         cfg = compose("evaluate", overrides=["env=oinc-v0", "env.kwargs.scenario=tiny", "instances=1", "episodes=1",
                                              "policies=[ekya,liu_aret]", "progress=false", f"out={tmp_path}"])

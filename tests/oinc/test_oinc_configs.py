@@ -18,17 +18,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_oinc_config__env_yaml_builds_the_env() -> None:
-    cfg = yaml.safe_load((ROOT / "conf/env/oinc-v0.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "edge_sched_gym/conf/env/oinc-v0.yaml").read_text())
     assert cfg["id"] == "OINC-v0" and cfg["name"] == "oinc-v0"
     env = OINCEnv(**cfg["kwargs"])
     assert env.action_space.nvec.tolist()[:3] == [12, 4, 4]
     sac = cfg["algo_overrides"]["sac"]
     assert sac["batch_size"] == 100 and sac["tau"] == 0.01 and sac["buffer_size"] == 10000
-    paper = yaml.safe_load((ROOT / "conf/experiment/oinc_sac_paper.yaml").read_text())["env"]["algo_overrides"]["sac"]
+    paper = yaml.safe_load((ROOT / "edge_sched_gym/conf/experiment/oinc_sac_paper.yaml").read_text())["env"]["algo_overrides"]["sac"]
     assert paper["policy_kwargs"]["net_arch"] == [1024, 512] and paper["learning_rate"] == 1e-4
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "conf/experiment").glob("oinc_*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted((ROOT / "edge_sched_gym/conf/experiment").glob("oinc_*.yaml")), ids=lambda p: p.stem)
 def test_oinc_config__experiments_are_valid(path: pathlib.Path) -> None:
     cfg = yaml.safe_load(path.read_text())
     assert path.read_text().startswith("# @package _global_")

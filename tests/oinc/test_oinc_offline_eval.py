@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-import evaluate
+from edge_sched_gym import evaluate
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[2] / "edge_sched_gym" / "conf"
 
 
 def settings(*overrides: str) -> dict:
