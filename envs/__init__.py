@@ -48,6 +48,7 @@ register_problem(Problem(
 register_problem(Problem(
     env_id="ASET-v0",
     entry_point="envs.aset.env:ASETEnv",
+    vector_entry_point="envs.aset.vector:ASETVectorEnv",
     config="aset-v0",
     policies="offline.aset",
     evaluation="offline.aset.evaluation:HOOK",
@@ -56,6 +57,7 @@ register_problem(Problem(
 register_problem(Problem(
     env_id="ASET-v1",
     entry_point="envs.aset.env:ASETEnvV1",
+    vector_entry_point="envs.aset.vector:ASETVectorEnvV1",
     config="aset-v1",
     policies="offline.aset",
     evaluation="offline.aset.evaluation:HOOK_V1",

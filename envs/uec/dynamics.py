@@ -1,7 +1,11 @@
 """The UEC model, once: profit (eq. 1), budgets, capacity sums, reserved-task feasibility and EDF.
 
-Pure numpy, no gymnasium import. The env, RESCUE's LP and value functions, the baselines and the tests
-all call these functions; nothing else recomputes a profit.
+numpy, no gymnasium import. The per-pair and per-slot formulas of reserved-task feasibility
+(``pair_reach``, ``pair_reduction``, ``lindley_trajectory``, with ``BLOCK_TOL`` and ``UNBOUNDED``) are
+numba-compiled in ``envs.uec.kernels`` and re-exported here: UEC-v0's vector-env kernels in that file
+call the very same code (and numba's cache, which only watches the compiled function's own file, stays
+consistent). The env, its vector env, RESCUE's LP and value functions, the baselines and the tests all
+call these functions; nothing else recomputes a profit.
 
 Reserved-task feasibility. Reserved tasks are served by EDF in the slots where their server runs no
 retraining task. Their demands are divisible and their windows are intervals, so (Hall's theorem on a
@@ -10,7 +14,7 @@ ends are a release and a deadline, the demand of the tasks whose windows lie ins
 the capacity left in [a, b]; and EDF meets them whenever anything can. Each such interval is a "pair"
 with a *slack* (capacity left minus demand). Blocking a server for a retraining task removes capacity
 from the pairs it overlaps, so a block is feasible iff no pair's slack goes negative; the longest
-feasible block from slot t is therefore one ``searchsorted`` per pair on the capacity prefix sums.
+feasible block from slot t is therefore one binary search per pair on the capacity prefix sums.
 """
 
 from __future__ import annotations
@@ -20,6 +24,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+from envs.uec.kernels import (  # noqa: F401  (re-exported: the compiled formulas of this model)
+    BLOCK_TOL,
+    UNBOUNDED,
+    lindley_trajectory,
+    pair_reach,
+    pair_reduction,
+)
+from envs.uec.kernels import block_slack_reductions as _block_slack_reduction
+from envs.uec.kernels import max_feasible_blocks as _max_feasible_block
 
 
 class Instance(Protocol):
@@ -57,10 +71,8 @@ class Instance(Protocol):
 
 #: Relative tolerance for demand/capacity comparisons (floating-point sums of capacities).
 FEASIBILITY_TOL = 1e-9
-#: Absolute tolerance (tera-MAC) when a block may use exactly a pair's slack.
-BLOCK_TOL = 1e-9
-#: "No limit" for the longest feasible block.
-UNBOUNDED = np.iinfo(np.int64).max
+# BLOCK_TOL (absolute tolerance, tera-MAC, when a block may use exactly a pair's slack) and UNBOUNDED
+# ("no limit" for the longest feasible block) are defined with the compiled formulas, in envs.uec.kernels.
 
 
 # --- profit model ------------------------------------------------------------------------------
@@ -192,22 +204,22 @@ def max_feasible_block(pairs: HallPairs, slack: np.ndarray, cum: np.ndarray, tim
 
     ``slack`` is the server's current pair slack (after earlier blocks, all ending before ``times``),
     ``cum`` its capacity prefix sums. For a pair [a, b] with slack s, the block may take at most s
-    from [max(a, t), b]: it may reach the last x with C[x] ≤ C[max(a, t)] + s, so B = x - t.
+    from [max(a, t), b]: it may reach the last x with C[x] ≤ C[max(a, t)] + s, so B = x - t
+    (:func:`pair_reach`; the minimum over the pairs).
     """
+    times = np.asarray(times, np.int64)
     if pairs.start.size == 0:
         return np.full(times.shape, UNBOUNDED, dtype=np.int64)
-    first = np.maximum(pairs.start, times[:, None])  # (n, P)
-    room = cum[first] + (slack + BLOCK_TOL)
-    binding = room < cum[np.maximum(pairs.end + 1, first)]
-    reach = np.where(binding, np.searchsorted(cum, room, side="right"), UNBOUNDED).min(axis=1)
-    return np.where(reach == UNBOUNDED, UNBOUNDED, reach - 1 - times)
+    return _max_feasible_block(np.asarray(pairs.start, np.int64), np.asarray(pairs.end, np.int64),
+                               np.asarray(slack, np.float64), np.asarray(cum, np.float64), times.reshape(-1)
+                               ).reshape(times.shape)
 
 
 def block_slack_reduction(pairs: HallPairs, cum: np.ndarray, start: int, duration: int) -> np.ndarray:
-    """(P,) capacity a block [start, start + duration) on a server removes from each of its pairs:
-    C[max(hi, lo)] - C[lo] with lo = max(a, start), hi = min(b + 1, start + duration) (0 if disjoint)."""
-    lo = np.maximum(pairs.start, start)
-    return cum[np.maximum(np.minimum(pairs.end + 1, start + duration), lo)] - cum[lo]
+    """(P,) capacity a block [start, start + duration) on a server removes from each of its pairs
+    (:func:`pair_reduction`)."""
+    return _block_slack_reduction(np.asarray(pairs.start, np.int64), np.asarray(pairs.end, np.int64),
+                                  np.asarray(cum, np.float64), int(start), int(start) + int(duration))
 
 
 def backlog_trajectory(initial: float, releases: np.ndarray, available: np.ndarray) -> np.ndarray:
@@ -217,10 +229,12 @@ def backlog_trajectory(initial: float, releases: np.ndarray, available: np.ndarr
 
     EDF is work-conserving, so the aggregate backlog follows Lindley's recursion
     Q(τ+1) = max(0, Q(τ) + released(τ) - available(τ)), i.e. with W the running sum of the net input,
-    Q(τ) = max(initial + W(τ), W(τ) - min_{s ≤ τ} W(s)).
+    Q(τ) = max(initial + W(τ), W(τ) - min_{s ≤ τ} W(s)) (:func:`lindley_trajectory`).
     """
-    walk = np.concatenate([[0.0], np.cumsum(releases - available)])
-    return np.maximum(np.maximum(initial + walk, walk - np.minimum.accumulate(walk)), 0.0)
+    net = np.asarray(releases - available, np.float64).reshape(-1)
+    out = np.empty(net.size + 1)
+    lindley_trajectory(float(initial), net, out)
+    return out
 
 
 # --- reserved tasks: EDF service ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""UEC-v0 as a native numpy-batched ``gymnasium.vector.VectorEnv`` (``gym.make_vec(..., "vector_entry_point")``).
+"""UEC-v0 as a native batched ``gymnasium.vector.VectorEnv`` (``gym.make_vec(..., "vector_entry_point")``).
 
 How it is kept fast, and equal to UECEnv. Resets still go through each sub-env's own UECEnv (its
 generator, instance handling and ``_draw_arrivals``), so every sub-env draws exactly what the single env
@@ -6,9 +6,20 @@ draws; the per-episode table is gathered from a per-instance table of UECEnv's o
 every (slot, device), computed once per instance by UECEnv's own ``_episode_observations``. What UECEnv
 keeps current by rewriting the rows of later arrivals on every accept (busy flag, elapsed time, longest
 feasible block, reserved backlog, masks) is instead computed for the whole batch at observation time
-from the batch's state arrays (leading axis N), with the same elementwise formulas as
-``envs.uec.dynamics`` in the same order, so the numbers are bit-identical; the accepts of a step are one
-batched update. Per step that is a fixed ~200 numpy calls, whatever N.
+from the batch's state arrays (leading axis N, preallocated and reused; reallocated only when an
+instance needs larger dimensions).
+
+A step is three numba kernels (``envs.uec.kernels``, compiled once per machine with ``cache=True``), a
+loop over the sub-envs each, instead of ~200 numpy calls whose per-call overhead dominated at N ≤ 256:
+``step_batch`` (action check, accept: duration draw, pre-emption, pair slack, reserved backlog, counters),
+``observe_batch`` (observation rows, masks, int8 info masks, block limits) and, per auto-reset,
+``start_episode``. The kernels call the formulas of ``envs.uec.dynamics`` themselves (``pair_reach``,
+``pair_reduction``, ``lindley_trajectory``, the very functions UECEnv uses) with the same float64
+operations in the same order and no fastmath, so the numbers are bit-identical; the realised profit's
+``log1p`` stays in numpy (``dynamics.resource_to_performance``), as in UECEnv. The kernels report
+how many sub-envs were paid or ended, so the Python side skips the profit and episode-end work when
+there is none, and the state arrays are passed as prebuilt tuples. The rest is O(1) numpy calls per
+step plus one Python call per auto-reset.
 """
 
 from __future__ import annotations
@@ -21,12 +32,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from envs.common.validation import check_choice, check_in_range, check_seed
-from envs.uec import dynamics
+from envs.uec import dynamics, kernels
 from envs.uec.env import UECEnv
 from envs.uec.generator import Scenario
 from envs.uec.types import Instance
 
-_UNBOUNDED = dynamics.UNBOUNDED
 #: Hall slack (tera-MAC) below which the episode-end info runs the EDF audit (see ``_summary_info``).
 _SLACK_TOL = 1e-11
 #: Step-only info keys (absent from reset infos, as in UECEnv).
@@ -48,8 +58,9 @@ class _InstanceTables:
     pair_end: np.ndarray
     pair_slack: np.ndarray
     duration_cdf: np.ndarray  # (L, D)
-    merged_cum: np.ndarray  # (K·C,) every server's capacity sums, sorted together
-    rank: np.ndarray  # (K, K·C + 1): rank[k, m] = how many of server k's sums are among merged_cum[:m]
+    free_backlog: np.ndarray  # (T + 1, K) reserved backlog with no retraining
+    reserved_total: int  # number of reserved tasks
+    uec_capacity: float  # UECEnv._uec_capacity
 
 
 def _instance_tables(env: UECEnv) -> _InstanceTables:
@@ -65,13 +76,7 @@ def _instance_tables(env: UECEnv) -> _InstanceTables:
     slack = np.full((inst.num_servers, P), np.inf)
     for k, p in enumerate(pairs):
         start[k, : p.start.size], end[k, : p.start.size], slack[k, : p.start.size] = p.start, p.end, p.slack
-    order = np.argsort(env._cum, axis=None, kind="stable")
-    owner = np.arange(inst.num_servers).repeat(env._cum.shape[1])[order]
-    rank = np.zeros((inst.num_servers, order.size + 1), np.int64)
-    np.cumsum(owner[None, :] == np.arange(inst.num_servers)[:, None], axis=1, out=rank[:, 1:])
     return _InstanceTables(
-        merged_cum=env._cum.reshape(-1)[order],
-        rank=rank,
         instance=inst,
         static_rows=rows,
         arrival_rows=np.concatenate([
@@ -86,6 +91,9 @@ def _instance_tables(env: UECEnv) -> _InstanceTables:
         pair_end=end,
         pair_slack=slack,
         duration_cdf=env._duration_cdf,
+        free_backlog=inst.free_backlog,
+        reserved_total=len(inst.reserved),
+        uec_capacity=env._uec_capacity,
     )
 
 
@@ -99,9 +107,9 @@ class UECVectorEnv(VectorEnv):
     Sub-env ``i`` is the single env: reset with the seed ``seed + i`` (``reset(seed=int)``, Gymnasium's
     convention) it gives exactly the observations, rewards, flags, masks and infos of
     ``gym.make("UEC-v0", **kwargs)`` reset with ``seed + i`` and stepped with the same actions, across
-    auto-resets (tests/uec/test_vector_env.py). A step is a fixed number of numpy operations over the
-    batch instead of one Python ``step`` per sub-env plus ``SyncVectorEnv``'s info merging, so it pays
-    from about N = 8 on (break-even near N = 5; ``python -m benchmarks.env_throughput`` measures it).
+    auto-resets (tests/uec/test_vector_env.py). A step is a few compiled loops over the batch instead of
+    one Python ``step`` per sub-env plus ``SyncVectorEnv``'s info merging, so it is faster than
+    ``SyncVectorEnv`` from N = 1 on (``python -m benchmarks.env_throughput`` measures it).
 
     ## Action Space
 
@@ -196,15 +204,20 @@ class UECVectorEnv(VectorEnv):
         self._K, self._L = first.instance.num_servers, first.instance.num_profiles
         self._servers = first.layout.slices["servers"]
         self._mask_start = first.layout.offset("action_mask")
-        self._arange = np.arange(self.num_envs)
         self._dims = {"T": 0, "C": 0, "P": 0, "D": 0}
         self._tables: list[_InstanceTables | None] = [None] * self.num_envs
         self._cache: dict[int, _InstanceTables] = {}
-        self._shared: _InstanceTables | None = None  # the tables of the one instance all sub-envs use, if so
         self._started = False
         self._allocate()
         self._mask = np.ones((self.num_envs, self._n_actions), bool)  # the current masks, updated in place
         self._safe = np.ones((self.num_envs, self._n_actions), bool)
+        self._limits = np.zeros((self.num_envs, self._K), np.int64)  # the current longest feasible blocks
+        self._work = np.zeros(self.num_envs)  # step_batch's scratch outputs
+        self._factors = np.zeros((self.num_envs, 3))
+        self._paid = np.zeros(self.num_envs, bool)
+        self._mask_rule = self.reserved_priority == "mask"
+        self._obs_size = self.layout.size
+        self._bind_kernel_args()
 
     # --- storage -------------------------------------------------------------------------------
     def _specs(self) -> dict[str, tuple[tuple[Any, ...], Any, Any]]:
@@ -223,6 +236,8 @@ class UECVectorEnv(VectorEnv):
             "horizon": ((), np.int64, 0),
             "inv_duration": ((), np.float64, 0.0),
             "inv_reserved": ((), np.float64, 0.0),
+            "reserved_total": ((), np.int64, 0),
+            "uec_capacity": ((), np.float64, 0.0),
             # per episode
             "rows": (("T1", n), np.float32, 0.0),
             "slots": (("T1",), np.int64, 0),
@@ -264,8 +279,26 @@ class UECVectorEnv(VectorEnv):
                 array[tuple(slice(0, s) for s in previous.shape)] = previous
             setattr(self, "_" + name, array)
         self._dims = new
-        # flat index of row (i, k) of the capacity sums, for gathers over the batch
-        self._cum_base = (np.arange(self.num_envs * self._K) * self._dims["C"]).reshape(self.num_envs, self._K, 1)
+        if hasattr(self, "_paid"):  # (after __init__) the kernels' arguments name the new arrays
+            self._bind_kernel_args()
+
+    def _bind_kernel_args(self) -> None:
+        """The batch's arrays in the order of the kernels' arguments (rebuilt when they are reallocated),
+        so that a step passes them as one tuple."""
+        self._step_args = (
+            self._mask, self._limits, self._L, self._arrival, self._duration_cdf, self._cum,
+            self._pair_start, self._pair_end, self._pair_slack, self._releases, self._unblocked_net, self._backlog,
+            self._horizon, self._busy_until, self._task_start, self._retraining_work, self._block_server,
+            self._block_start, self._block_duration, self._accepted, self._rejected, self._invalid_actions,
+            self._preemptions, self._decision, self._n_arrivals, self._time, self._slots,
+            self._work, self._factors, self._paid,
+        )
+        self._observe_args = (
+            self._rows, self._decision, self._n_arrivals, self._time, self._devices, self._busy_until,
+            self._task_start, self._backlog, self._future_releases, self._inv_duration, self._inv_reserved,
+            self._cum, self._pair_start, self._pair_end, self._pair_slack, self._max_duration, self._servers.start,
+            self._mask_start, self._mask_rule, self._mask, self._safe, self._limits,
+        )
 
     def _load_instance(self, i: int) -> None:
         """Copy sub-env ``i``'s instance tables into row ``i`` of the batch (when its instance changed)."""
@@ -293,10 +326,9 @@ class UECVectorEnv(VectorEnv):
         self._horizon[i] = T
         self._inv_duration[i] = env._inv_duration_scale
         self._inv_reserved[i] = env._inv_reserved_scale
+        self._reserved_total[i] = tables.reserved_total
+        self._uec_capacity[i] = tables.uec_capacity
         self._tables[i] = tables
-        self._shared = tables if all(t is not None and t.instance is inst for t in self._tables) else None
-        if self._shared is not None:  # flat offset of rank[k] for every (sub-env, server, pair)
-            self._rank_base = (np.arange(self._K) * tables.rank.shape[1])[None, :, None]
         live = {id(t.instance) for t in self._tables if t is not None}
         for key in [key for key in self._cache if key not in live]:
             del self._cache[key]
@@ -304,28 +336,15 @@ class UECVectorEnv(VectorEnv):
     def _start_episode(self, i: int, draws: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         """Row ``i`` starts the episode of arrivals ``draws`` (slots, devices, duration uniforms)."""
         self._load_instance(i)
-        tables, env = self._tables[i], self.envs[i]
+        tables = self._tables[i]
         slots, devices, u = draws
-        A, T, J = slots.size, env.instance.horizon, env.instance.num_devices
-        self._n_arrivals[i] = A
-        self._slots[i, :A] = slots
-        self._slots[i, A:] = T
-        self._devices[i, :A] = devices
-        self._devices[i, A:] = -1
-        self._arrival[i, :A, 0] = u
-        self._arrival[i, :A, 1:] = tables.arrival_rows[slots * J + devices]
-        self._rows[i, :A] = tables.static_rows[slots * J + devices]
-        self._rows[i, A] = tables.static_rows[-1]
-        self._decision[i] = 0
-        self._time[i] = slots[0]
-        self._busy_until[i] = 0
-        self._task_start[i] = 0
-        self._pair_slack[i] = np.inf
-        self._pair_slack[i, :, : tables.pair_slack.shape[1]] = tables.pair_slack
-        self._backlog[i] = 0.0
-        self._backlog[i, :, : T + 1] = env.instance.free_backlog.T
-        for name in ("profit", "accepted", "rejected", "invalid_actions", "preemptions", "retraining_work"):
-            getattr(self, "_" + name)[i] = 0
+        kernels.start_episode(
+            i, slots, devices, u, tables.arrival_rows, tables.static_rows, tables.pair_slack, tables.free_backlog,
+            tables.instance.num_devices, self._n_arrivals, self._slots, self._devices, self._arrival, self._rows,
+            self._decision, self._time, self._busy_until, self._task_start, self._pair_slack, self._backlog,
+            self._profit, self._accepted, self._rejected, self._invalid_actions, self._preemptions,
+            self._retraining_work,
+        )
 
     def _autoreset(self, i: int) -> None:
         """Sub-env ``i``'s next episode, drawn as ``UECEnv.reset()`` (no seed) draws it."""
@@ -353,44 +372,48 @@ class UECVectorEnv(VectorEnv):
             self._start_episode(i, (env._arrival_slots, env._arrival_devices, env._duration_u))
         self._started = True
         self._pending_reset = np.zeros(self.num_envs, bool)
+        self._n_pending = 0  # sub-envs in _pending_reset
         obs = self._observe()
         return obs, self._base_info()
 
     def step(self, actions: Any):
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        actions = self._check_actions(actions)
+        raw = self._check_actions(actions)
+        actions = np.array(raw, np.int64)  # a fresh writable C array: the one type the kernel is compiled for
         N = self.num_envs
-        reward = np.zeros(N)
-        expected = np.zeros(N)
-        duration = np.zeros(N, np.int64)
-        preempted = np.zeros(N, bool)
         resetting = self._pending_reset
+        expected, duration = np.empty(N), np.empty(N, np.int64)
+        preempted, invalid, terminated = np.empty(N, bool), np.empty(N, bool), np.empty(N, bool)
+        bad, n_paid, n_ended = kernels.step_batch(
+            actions, resetting, *self._step_args, expected, duration, preempted, invalid, terminated
+        )
+        if bad >= 0:
+            raise ValueError(
+                f"actions[{bad}]={raw[bad]!r} is invalid: expected an integer in [0, {self._n_actions - 1}]"
+            )
+        if n_paid:  # realised profit (dynamics.realised_profit): w_j·a_j(t)·F_j[U], numpy's log1p as there
+            factors = self._factors
+            gain = dynamics.resource_to_performance(self._work, factors[:, 1], factors[:, 2])
+            reward = np.where(self._paid, factors[:, 0] * gain, 0.0)
+            self._profit += reward
+        else:
+            reward = np.zeros(N)
         stepped = ~resetting
-        feasible = self._mask[self._arange, actions]
-        chosen = stepped & (actions != 0)
-        invalid = chosen & ~feasible
-        accept = np.flatnonzero(chosen & feasible)
-        if accept.size:
-            reward[accept], expected[accept], duration[accept], preempted[accept] = self._accept(accept, actions[accept])
-        self._rejected += stepped & ((actions == 0) | invalid)
-        self._invalid_actions += invalid
-        self._profit += reward
-        self._decision += stepped
-        terminated = stepped & (self._decision >= self._n_arrivals)
-        self._time = self._slots[self._arange, self._decision]  # slots[A] = T: the terminal time
-        ended = np.flatnonzero(terminated)
         step_info = {}
         for key, value in zip(_STEP_KEYS, (invalid, expected, duration, preempted)):
             step_info[key], step_info["_" + key] = value, stepped
-        step_info.update(self._summary_info(ended))
+        if n_ended:
+            step_info.update(self._summary_info(terminated))
+        ended = np.flatnonzero(terminated) if n_ended else ()
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            for i in np.flatnonzero(resetting):
-                self._autoreset(i)
+            if self._n_pending:
+                for i in np.flatnonzero(resetting):
+                    self._autoreset(i)
             obs = self._observe()
             infos = {**self._base_info(), **step_info}
-            self._pending_reset = terminated
-        elif not ended.size:
+            self._pending_reset, self._n_pending = terminated, n_ended
+        elif not n_ended:
             obs = self._observe()
             infos = {**self._base_info(), **step_info}
         else:  # SAME_STEP: the terminal observation and info go to final_obs / final_info
@@ -423,151 +446,38 @@ class UECVectorEnv(VectorEnv):
 
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
-        """``actions`` as an int64 array of shape (N,); ValueError like UECEnv's for a bad entry."""
+        """``actions`` as an integer array of shape (N,), else ValueError (``step_batch`` checks the range)."""
         array = np.asarray(actions)
         if array.shape != (self.num_envs,) or array.dtype.kind not in "iu":
             raise ValueError(
                 f"actions={actions!r} is invalid: expected {self.num_envs} integers in [0, {self._n_actions - 1}] "
                 f"(an integer array of shape ({self.num_envs},))"
             )
-        if array.min() < 0 or array.max() >= self._n_actions:
-            i = int(np.flatnonzero((array < 0) | (array >= self._n_actions))[0])
-            raise ValueError(f"actions[{i}]={array[i]!r} is invalid: expected an integer in [0, {self._n_actions - 1}]")
-        return array.astype(np.int64, copy=False)
-
-    def _accept(self, idx: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Carry out the feasible assignments ``actions`` of sub-envs ``idx``: UECEnv.step's accept branch
-        and UECEnv._accept, elementwise in the same order (so the same floating-point numbers)."""
-        server, profile = np.divmod(actions - 1, self._L)
-        d, t = self._decision[idx], self._time[idx]
-        arrival = self._arrival[idx, d]  # (n, 4 + K + K·L): u, w_j·a_j(t), A_j, B_j, budgets, R_jkl(t)
-        u = arrival[:, 0]
-        duration = (self._duration_cdf[idx, profile] <= u[:, None]).sum(axis=1) + 1  # searchsorted(cdf, u, "right") + 1
-        limit = self._limits[idx, server]
-        preempted = duration > limit
-        duration = np.minimum(duration, limit)
-        self._preemptions[idx] += preempted
-        free_from = t + duration
-        cum = self._cum.reshape(-1)
-        row = self._cum_base[idx, server, 0]  # flat offset of cum[i, server]
-        # realised profit (dynamics.realised_profit)
-        cum_t = cum[row + t]
-        work = cum[row + free_from] - cum_t
-        reward = arrival[:, 1] * (arrival[:, 2] * np.log1p(arrival[:, 3] * work))
-        rows = np.arange(idx.size)
-        reward[(duration > arrival[rows, 4 + server]) | preempted] = 0.0
-        expected = arrival[rows, 3 + self._K + actions]
-        # slack of the server's reserved-task constraints (dynamics.block_slack_reduction)
-        lo = np.maximum(self._pair_start[idx, server], t[:, None])
-        hi = np.maximum(np.minimum(self._pair_end[idx, server] + 1, free_from[:, None]), lo)
-        self._pair_slack[idx, server] -= cum[row[:, None] + hi] - cum[row[:, None] + lo]
-        # reserved backlog, recomputed where reserved work (backlog or a release) falls in the block
-        horizon = self._horizon[idx]
-        span = t[:, None] + np.arange(self._dims["D"])  # the block's slots (at most D)
-        inside = (span < free_from[:, None]) & (span < horizon[:, None])
-        span = np.minimum(span, self._dims["T"] - 1)
-        where = (idx * self._K + server)[:, None]
-        work_in_block = (self._releases.reshape(-1, self._dims["T"])[where, span]
-                         + self._backlog.reshape(-1, self._dims["T"] + 1)[where, span]) > 0
-        redo = np.flatnonzero((work_in_block & inside).any(axis=1))
-        if redo.size:
-            self._recompute_backlog(idx[redo], server[redo], t[redo], free_from[redo])
-        self._busy_until[idx, server] = free_from
-        self._task_start[idx, server] = t
-        self._retraining_work[idx] += cum[row + np.minimum(free_from, horizon)] - cum_t
-        n_blocks = self._accepted[idx]
-        self._block_server[idx, n_blocks] = server
-        self._block_start[idx, n_blocks] = t
-        self._block_duration[idx, n_blocks] = duration
-        self._accepted[idx] += 1
-        return reward, expected, duration, preempted
-
-    def _recompute_backlog(self, idx: np.ndarray, server: np.ndarray, start: np.ndarray, free_from: np.ndarray) -> None:
-        """Reserved backlog of ``server`` from ``start`` on, with the server blocked until ``free_from``:
-        ``dynamics.backlog_trajectory`` on the whole horizon with zero net input before ``start``
-        (the same sums, so the same numbers; entries past an instance's horizon are never read)."""
-        slot = np.arange(self._dims["T"])
-        blocked = np.where(slot < free_from[:, None], self._releases[idx, server], self._unblocked_net[idx, server])
-        walk = np.zeros((idx.size, slot.size + 1))
-        np.cumsum(np.where(slot >= start[:, None], blocked, 0.0), axis=1, out=walk[:, 1:])
-        old = self._backlog[idx, server]
-        initial = old[np.arange(idx.size), start][:, None]
-        trajectory = np.maximum(np.maximum(initial + walk, walk - np.minimum.accumulate(walk, axis=1)), 0.0)
-        self._backlog[idx, server] = np.where(np.arange(slot.size + 1) >= start[:, None], trajectory, old)
-
-    def _block_limits(self) -> np.ndarray:
-        """(N, K) longest feasible block from each sub-env's current slot on each server:
-        ``dynamics.max_feasible_block`` over the batch (same operations, so the same numbers)."""
-        t = self._time
-        first = np.maximum(self._pair_start, t[:, None, None])  # (N, K, P)
-        flat, base = self._cum.reshape(-1), self._cum_base
-        room = flat[base + first] + (self._pair_slack + dynamics.BLOCK_TOL)
-        binding = room < flat[base + np.maximum(self._pair_end + 1, first)]
-        if self._shared is not None:  # one instance: one searchsorted on all servers' sums, then per-server ranks
-            # (searchsorted(cum[k], room, "right") = the number of server k's sums <= room)
-            merged = np.searchsorted(self._shared.merged_cum, room, side="right")
-            found = self._shared.rank.reshape(-1)[self._rank_base + merged]
-        else:  # a binary search over the rows, for the binding pairs: the number of entries <= room
-            found = np.zeros(room.shape, np.int64)
-            at = np.flatnonzero(binding)
-            if at.size:
-                row, target = np.broadcast_to(base, room.shape).reshape(-1)[at], room.reshape(-1)[at]
-                size = self._cum.shape[2]
-                lo, hi = np.zeros(at.size, np.int64), np.full(at.size, size, np.int64)
-                for _ in range(size.bit_length()):
-                    mid = (lo + hi) >> 1
-                    right = (flat[row + np.minimum(mid, size - 1)] <= target) & (mid < hi)
-                    lo = np.where(right, mid + 1, lo)
-                    hi = np.where(right | (mid >= hi), hi, mid)
-                found.reshape(-1)[at] = lo
-        found[~binding] = _UNBOUNDED
-        reach = found[:, :, 0].copy()
-        for p in range(1, found.shape[2]):  # min over the pairs (faster than a reduction over a short last axis)
-            np.minimum(reach, found[:, :, p], out=reach)
-        # UNBOUNDED - 1 - t stays far above any duration: every use (the mask, the preemption test,
-        # the clipped observation) treats it exactly as UNBOUNDED
-        return reach - 1 - t[:, None]
+        return array
 
     def _observe(self) -> np.ndarray:
-        """The batch's observations; sets ``_mask``, ``_safe`` and ``_limits`` (what UECEnv's tables hold)."""
-        N, K = self.num_envs, self._K
-        t = self._time
-        obs = self._rows[self._arange, self._decision]
-        busy = t[:, None] < self._busy_until  # (N, K)
-        idle = ~busy
-        limits = self._block_limits()
-        inv_d = self._inv_duration[:, None]
-        servers = obs[:, self._servers].reshape(N, K, 5)  # a view: writes go to obs
-        servers[:, :, 1] = busy
-        servers[:, :, 2] = np.minimum((t[:, None] - self._task_start) * inv_d, 1.0) * busy
-        backlog = self._backlog[self._arange, :, t] + self._future_releases[self._arange, t]
-        servers[:, :, 3] = np.minimum(backlog * self._inv_reserved[:, None], 1.0)
-        servers[:, :, 4] = np.minimum(limits * inv_d, 1.0) * idle
-        safe, mask = self._safe, self._mask  # column 0 (reject) is always True
-        safe[:, 1:] = (idle[:, :, None] & (limits[:, :, None] >= self._max_duration[:, None, :])).reshape(N, -1)
-        mask[:, 1:] = safe[:, 1:] if self.reserved_priority == "mask" else np.repeat(idle, self._L, axis=1)
-        over = np.flatnonzero(self._decision >= self._n_arrivals)
-        if over.size:  # the terminal observation: UECEnv's last table row, only "reject" feasible
-            obs[over] = self._rows[over, self._decision[over]]
-            mask[over, 1:] = False
-            safe[over, 1:] = False
-        obs[:, self._mask_start + 1 :] = mask[:, 1:]
-        self._limits = limits
+        """The batch's observations (a new array); sets ``_mask``, ``_safe``, ``_limits`` (what UECEnv's
+        tables hold) and the int8 masks and devices :meth:`_base_info` reports."""
+        N = self.num_envs
+        obs = np.empty((N, self._obs_size), np.float32)
+        self._mask8, self._safe8 = np.empty((N, self._n_actions), np.int8), np.empty((N, self._n_actions), np.int8)
+        self._device = np.empty(N, np.int64)
+        kernels.observe_batch(*self._observe_args, obs, self._mask8, self._safe8, self._device)
         return obs
 
     def _base_info(self) -> dict[str, Any]:
-        """The info keys every reset and step has (batched; every sub-env has them)."""
+        """The info keys every reset and step has (batched; every sub-env has them), of the last
+        :meth:`_observe`."""
         every = np.ones(self.num_envs, bool)
-        device = self._devices[self._arange, self._decision]  # devices[A] = -1 after the end
         return {
-            "action_mask": self._mask.astype(np.int8), "_action_mask": every,
-            "safe_action_mask": self._safe.astype(np.int8), "_safe_action_mask": every,
+            "action_mask": self._mask8, "_action_mask": every,
+            "safe_action_mask": self._safe8, "_safe_action_mask": every,
             "time": self._time.copy(), "_time": every,
-            "device": device, "_device": every,
+            "device": self._device, "_device": every,
         }
 
     def _summary_info(self, done: np.ndarray) -> dict[str, Any]:
-        """UECEnv's episode-end keys for the sub-envs ``done`` (an index array), batched.
+        """UECEnv's episode-end keys for the sub-envs where ``done`` (an (N,) bool array), batched.
 
         ``reserved_completed``: when every Hall slack is still ≥ -``_SLACK_TOL`` the reserved tasks are
         feasible up to a shortfall far below the audit's tolerance (1e-9), so EDF meets them all (see
@@ -575,31 +485,25 @@ class UECVectorEnv(VectorEnv):
         (``dynamics.edf_service`` on the capacity the blocks left) counts them. Blocks that use a pair's
         whole slack leave rounding residues of about -1e-13, hence the tolerance. Tests check the
         count against UECEnv's audit."""
-        if not done.size:
-            return {}
-        n = self.num_envs
-        mask = np.zeros(n, bool)
-        mask[done] = True
-        totals = np.array([len(self._tables[i].instance.reserved) for i in done], np.int64)
+        totals = np.where(done, self._reserved_total, 0)
         completed = totals.copy()
-        for j in np.flatnonzero(self._pair_slack[done].min(axis=(1, 2)) < -_SLACK_TOL):
-            completed[j] = self._edf_audit(int(done[j]))
-        uec = np.array([self.envs[i]._uec_capacity for i in done])
+        for i in np.flatnonzero(done & (self._pair_slack.min(axis=(1, 2)) < -_SLACK_TOL)):
+            completed[i] = self._edf_audit(int(i))
+        uec = self._uec_capacity
         values = {
-            "episode_profit": self._profit[done],
-            "accepted": self._accepted[done],
-            "rejected": self._rejected[done],
-            "invalid_actions": self._invalid_actions[done],
-            "preemptions": self._preemptions[done],
-            "uec_utilisation": np.where(uec > 0, self._retraining_work[done] / np.where(uec > 0, uec, 1.0), 0.0),
+            "episode_profit": np.where(done, self._profit, 0.0),
+            "accepted": np.where(done, self._accepted, 0),
+            "rejected": np.where(done, self._rejected, 0),
+            "invalid_actions": np.where(done, self._invalid_actions, 0),
+            "preemptions": np.where(done, self._preemptions, 0),
+            "uec_utilisation": np.where(done & (uec > 0), self._retraining_work / np.where(uec > 0, uec, 1.0), 0.0),
             "reserved_completed": completed,
             "reserved_total": totals,
         }
         out: dict[str, Any] = {}
+        has = done.copy()
         for key in _SUMMARY_KEYS:
-            full = np.zeros(n, values[key].dtype)
-            full[done] = values[key]
-            out[key], out["_" + key] = full, mask
+            out[key], out["_" + key] = values[key], has
         return out
 
     def _edf_audit(self, i: int) -> int:
