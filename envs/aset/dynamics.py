@@ -16,7 +16,12 @@ The two loops over streams, the sequential binding of arriving streams (each bin
 the next one sees) and the per-sub-window outcome sums, are compiled with numba (``cache=True``: compiled
 once per machine, about 5 s, then loaded from ``__pycache__`` in about 0.3 s); they keep every comparison, draw and
 summation order of the numpy/Python code they replaced, so results are bit-identical to it
-(tests/aset/test_aset_fast_equals_reference.py).
+(tests/aset/test_aset_fast_equals_reference.py). So are the smaller per-window steps that were numpy glue
+(the arrangement of the arrivals after numpy's draws, static feasibility, the latency terms of new streams):
+elementwise, with the same expressions summed in the same order. What remains of a window's cost (about
+0.5 ms with 16 antennas at 60 clients/min) is mostly these loops over (live stream, sub-window) pairs, the
+normal CDF of the uncertain ones and numpy's draws; the native vector env (envs/aset/vector.py) batches
+only what comes after them.
 """
 
 from __future__ import annotations
@@ -93,11 +98,21 @@ def failure_fraction(mean_latency_ms: np.ndarray, bound_ms: np.ndarray, jitter_s
     return out
 
 
+@numba.njit(cache=True)
 def class_bins(bound_ms: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    """State class (0..15) of each stream: latency-bound bin * 4 + frame-rate bin."""
-    lat = np.searchsorted(LATENCY_BIN_EDGES_MS, bound_ms, side="right")
-    fps = np.searchsorted(RATE_BIN_EDGES_FPS, rate, side="right")
-    return lat * (RATE_BIN_EDGES_FPS.size + 1) + fps
+    """State class (0..15) of each stream: latency-bound bin * 4 + frame-rate bin (a bin: how many of
+    its upper edges are <= the value, i.e. ``np.searchsorted(edges, value, side="right")``)."""
+    out = np.empty(bound_ms.shape[0], np.int64)
+    for i in range(bound_ms.shape[0]):
+        lat = fps = 0
+        for edge in LATENCY_BIN_EDGES_MS:
+            if edge <= bound_ms[i]:
+                lat += 1
+        for edge in RATE_BIN_EDGES_FPS:
+            if edge <= rate[i]:
+                fps += 1
+        out[i] = lat * (RATE_BIN_EDGES_FPS.size + 1) + fps
+    return out
 
 
 def arrival_rates_per_min(instance: Instance, window: int) -> np.ndarray:
@@ -117,45 +132,102 @@ class Arrivals:
 
 
 def draw_arrivals(instance: Instance, window: int, rng: np.random.Generator) -> Arrivals:
-    """Poisson client arrivals of every antenna in window ``window``, in random order within a sub-window."""
+    """Poisson client arrivals of every antenna in window ``window``, in random order within a sub-window.
+
+    The draws (from ``rng``, in this order) are numpy's; what is built from them (the application
+    picked by each uniform, the arrival order, lifetimes in sub-windows, classes) is compiled in
+    :func:`_arrange_arrivals`.
+    """
     k = instance.sub_windows
     counts = rng.poisson(arrival_rates_per_min(instance, window) / 60.0 * instance.window_s)
     n = int(counts.sum())
-    sched = np.repeat(np.arange(instance.num_schedulers), counts)
     sub = rng.integers(0, k, size=n)
-    cum = np.cumsum(instance.app_probs, axis=1)
-    app = np.minimum((rng.random(n)[:, None] >= cum[sched]).sum(axis=1), instance.num_apps - 1)
-    rate = instance.fps_choices[rng.integers(0, instance.fps_choices.size, size=n)]
+    u_app = rng.random(n)
+    rate_idx = rng.integers(0, instance.fps_choices.size, size=n)
     frame = rng.uniform(instance.frame_kb[0], instance.frame_kb[1], size=n)
-    acc = instance.accuracy_choices[rng.integers(0, instance.accuracy_choices.size, size=n)]
+    acc_idx = rng.integers(0, instance.accuracy_choices.size, size=n)
     delta = rng.uniform(instance.access_delay_ms[0], instance.access_delay_ms[1], size=n)
-    life_sub = np.maximum(1, np.ceil(rng.exponential(instance.mean_lifetime_s, size=n) / instance.sub_window_s))
-    order = rng.permutation(n)
-    order = order[np.argsort(sub[order], kind="stable")]
-    start = window * k + sub[order]
-    bound = instance.app_latency_ms[app[order]]
-    streams = Streams(
-        scheduler=sched[order],
-        app=app[order],
-        rate=rate[order],
-        bound_ms=bound,
-        worker=np.full(n, -1, dtype=np.int64),
-        start_sub=start,
-        end_sub=start + life_sub[order].astype(np.int64) - 1,
-        base_ms=np.zeros(n),
-        jitter_sd_ms=np.ones(n),
-        class_bin=class_bins(bound, rate[order]),
+    life = rng.exponential(instance.mean_lifetime_s, size=n)
+    perm = rng.permutation(n)
+    sched, app, rate, bound, start, end, class_bin, delta, frame, acc = _arrange_arrivals(
+        window * k, k, instance.sub_window_s, counts, sub, u_app, np.cumsum(instance.app_probs, axis=1),
+        instance.fps_choices[rate_idx], frame, instance.accuracy_choices[acc_idx], delta, life, perm,
+        instance.app_latency_ms,
     )
-    return Arrivals(streams, delta[order], transmission_ms(frame[order], instance.uplink_mbps), acc[order])
+    streams = Streams(
+        scheduler=sched, app=app, rate=rate, bound_ms=bound, worker=np.full(n, -1, dtype=np.int64),
+        start_sub=start, end_sub=end, base_ms=np.zeros(n), jitter_sd_ms=np.ones(n), class_bin=class_bin,
+    )
+    return Arrivals(streams, delta, transmission_ms(frame, instance.uplink_mbps), acc)
+
+
+@numba.njit(cache=True)
+def _arrange_arrivals(
+    g0: int, k_sub: int, sub_window_s: float, counts: np.ndarray, sub: np.ndarray, u_app: np.ndarray,
+    cum_probs: np.ndarray, rate: np.ndarray, frame: np.ndarray, acc: np.ndarray, delta: np.ndarray,
+    life_s: np.ndarray, perm: np.ndarray, app_latency_ms: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """The arrivals built from the window's draws, in arrival order (returned: scheduler, app, rate, bound,
+    start and end sub-window, class, then the access delay, frame size and accuracy requirement).
+
+    Arrival ``j`` (in draw order) comes from antenna ``s`` (``counts[s]`` arrivals each, in antenna order),
+    runs the first application whose cumulative probability exceeds its uniform (the last if none), lives
+    ``max(1, ceil(lifetime / sub-window))`` sub-windows, and arrivals are ordered by sub-window, ties in the
+    order of the random permutation ``perm`` (the stable sort numpy's ``argsort(kind="stable")`` gives).
+    """
+    n = sub.shape[0]
+    n_apps = cum_probs.shape[1]
+    sched = np.empty(n, np.int64)
+    j = 0
+    for s in range(counts.shape[0]):
+        for _ in range(counts[s]):
+            sched[j] = s
+            j += 1
+    order = np.empty(n, np.int64)
+    j = 0
+    for k in range(k_sub):  # stable counting sort of perm by sub-window
+        for p in perm:
+            if sub[p] == k:
+                order[j] = p
+                j += 1
+    o_sched, o_app, o_rate = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    o_bound, o_start, o_end = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
+    o_delta, o_frame, o_acc = np.empty(n), np.empty(n), np.empty(n)
+    for j in range(n):
+        i = order[j]
+        s = sched[i]
+        a = 0
+        for c in range(n_apps):
+            if u_app[i] >= cum_probs[s, c]:
+                a += 1
+        a = min(a, n_apps - 1)
+        life_sub = max(1.0, np.ceil(life_s[i] / sub_window_s))
+        o_sched[j], o_app[j], o_rate[j], o_bound[j] = s, a, rate[i], app_latency_ms[a]
+        o_start[j] = g0 + sub[i]
+        o_end[j] = o_start[j] + np.int64(life_sub) - 1
+        o_delta[j], o_frame[j], o_acc[j] = delta[i], frame[i], acc[i]
+    return (o_sched, o_app, o_rate, o_bound, o_start, o_end, class_bins(o_bound, o_rate), o_delta, o_frame,
+            o_acc)
 
 
 def static_feasibility(instance: Instance, arrivals: Arrivals) -> np.ndarray:
     """(A, W) constraints (1), (3), (4) of every arrival and worker (capacity (2) is checked at binding)."""
     s = arrivals.streams
-    worst = 2.0 * arrivals.delta_ms[:, None] + instance.e2e_key_sw[s.scheduler] + arrivals.trans_ms[:, None]
-    latency_ok = worst <= s.bound_ms[:, None]
-    accuracy_ok = instance.worker_accuracy[None, :] >= arrivals.accuracy_req[:, None]
-    return latency_ok & accuracy_ok
+    return _static_feasibility(arrivals.delta_ms, arrivals.trans_ms, s.bound_ms, arrivals.accuracy_req,
+                               s.scheduler, instance.e2e_key_sw, instance.worker_accuracy)
+
+
+@numba.njit(cache=True)
+def _static_feasibility(delta: np.ndarray, trans: np.ndarray, bound: np.ndarray, acc_req: np.ndarray,
+                        sched: np.ndarray, e2e_sw: np.ndarray, worker_acc: np.ndarray) -> np.ndarray:
+    """Compiled :func:`static_feasibility`: the scheduler's worst case ``2 delta + e2e_key + b zeta <= D^i``
+    (constraint (3), summed left to right) and the accuracy ``A_m >= A^i`` (4) of each (arrival, worker)."""
+    out = np.empty((delta.shape[0], worker_acc.shape[0]), np.bool_)
+    for j in range(delta.shape[0]):
+        for v in range(worker_acc.shape[0]):
+            worst = 2.0 * delta[j] + e2e_sw[sched[j], v] + trans[j]
+            out[j, v] = worst <= bound[j] and worker_acc[v] >= acc_req[j]
+    return out
 
 
 @dataclass
@@ -319,16 +391,36 @@ def _bind_arrivals(
 
 @numba.njit(cache=True)
 def _fail_fractions(g0: int, start: np.ndarray, end: np.ndarray, worker: np.ndarray, base: np.ndarray,
-                    bound: np.ndarray, jitter: np.ndarray, wait_ms: np.ndarray, fail: np.ndarray,
+                    bound: np.ndarray, jitter: np.ndarray, wait_ms: np.ndarray, kind: np.ndarray, fail: np.ndarray,
                     mid_at: np.ndarray, z_mid: np.ndarray) -> int:
     """Pass 1 of the outcomes: the failure fraction (:func:`failure_fraction`) of every stream in each
-    sub-window it is live in, in (stream, sub-window) order, into ``fail``. Where it is neither certainly 0
-    nor certainly 1, the z-score goes to ``z_mid`` and its position to ``mid_at`` instead (returns their
-    count), for one numpy ``ndtr`` call (scipy's, not compiled) to fill in."""
+    sub-window it is live in.
+
+    ``kind[i]`` is 0 when stream ``i`` certainly succeeds in all of them, 1 when it certainly fails in all,
+    2 otherwise; only kind-2 streams get their fractions written, in (stream, sub-window) order, into
+    ``fail``. Where a fraction is neither certainly 0 nor certainly 1, the z-score goes to ``z_mid`` and its
+    position to ``mid_at`` instead (returns their count), for one numpy ``ndtr`` call (scipy's, not
+    compiled) to fill in. The kind is decided from the worker's least and largest wait over the window:
+    ``z = (base + wait - bound) / jitter`` is non-decreasing in the wait in floating point too (each
+    rounded operation is monotone), so if the largest wait gives z <= CERTAIN_FAIL_Z_LOW every sub-window
+    does (likewise for the least wait and CERTAIN_FAIL_Z_HIGH): the same fractions as evaluating each one.
+    """
     n_k, n_w1 = wait_ms.shape
+    wait_lo, wait_hi = wait_ms[0].copy(), wait_ms[0].copy()
+    for k in range(1, n_k):
+        for w in range(n_w1):
+            wait_lo[w] = min(wait_lo[w], wait_ms[k, w])
+            wait_hi[w] = max(wait_hi[w], wait_ms[k, w])
     c = m = 0
     for i in range(start.shape[0]):
         w = worker[i] if worker[i] >= 0 else n_w1 - 1
+        if (base[i] + wait_hi[w] - bound[i]) / jitter[i] <= CERTAIN_FAIL_Z_LOW:
+            kind[i] = 0
+            continue
+        if (base[i] + wait_lo[w] - bound[i]) / jitter[i] >= CERTAIN_FAIL_Z_HIGH:
+            kind[i] = 1
+            continue
+        kind[i] = 2
         for k in range(max(start[i] - g0, 0), min(end[i] - g0 + 1, n_k)):
             z = (base[i] + wait_ms[k, w] - bound[i]) / jitter[i]
             if z >= CERTAIN_FAIL_Z_HIGH:
@@ -345,7 +437,7 @@ def _fail_fractions(g0: int, start: np.ndarray, end: np.ndarray, worker: np.ndar
 
 @numba.njit(cache=True)
 def _outcome_sums(g0: int, dt: float, start: np.ndarray, end: np.ndarray, worker: np.ndarray, rate: np.ndarray,
-                  app: np.ndarray, class_bin: np.ndarray, served_share: np.ndarray, fail: np.ndarray,
+                  app: np.ndarray, class_bin: np.ndarray, served_share: np.ndarray, kind: np.ndarray, fail: np.ndarray,
                   out_ka: np.ndarray, streams_kw: np.ndarray, class_rate: np.ndarray) -> None:
     """Pass 2: per sub-window, the queries, succeeded, failed and rejected per app (``out_ka[0..3]``), the
     streams per worker and the query rate per state class, summed over live streams in stream order.
@@ -353,18 +445,23 @@ def _outcome_sums(g0: int, dt: float, start: np.ndarray, end: np.ndarray, worker
     A stream not live in a sub-window would add +0.0 to each sum (what the dense numpy form added), so
     skipping it leaves every sum as it was. Streams are the outer loop (each visits only the sub-windows it
     is live in); every (sub-window, app/worker/class) cell still receives its terms in stream order.
-    ``fail`` holds pass 1's failure fractions, in the same (stream, sub-window) order.
+    ``kind`` and ``fail`` hold pass 1's failure fractions: 0.0 or 1.0 in every sub-window for kinds 0 and 1,
+    else the next entries of ``fail`` (in the same (stream, sub-window) order).
     """
     n_k, n_w1 = served_share.shape
     c = 0
     for i in range(start.shape[0]):
         w = worker[i] if worker[i] >= 0 else n_w1 - 1
         a = app[i]
+        certain = float(kind[i])  # the fraction of a kind-0 or kind-1 stream
         for k in range(max(start[i] - g0, 0), min(end[i] - g0 + 1, n_k)):
             queries = rate[i] * dt
             served = queries * served_share[k, w]
-            failed = served * fail[c]
-            c += 1
+            if kind[i] == 2:
+                failed = served * fail[c]
+                c += 1
+            else:
+                failed = served * certain
             out_ka[0, k, a] += queries
             out_ka[1, k, a] += served - failed
             out_ka[2, k, a] += failed
@@ -377,7 +474,8 @@ def _outcomes(
     instance: Instance, st: Streams, load_kw: np.ndarray, served_qps: np.ndarray, g0: int
 ) -> tuple[np.ndarray, ...]:
     """Per-(sub-window, app) sums of every sub-window of the window starting at global sub-window ``g0``:
-    queries, succeeded, failed, rejected; bound streams per worker; query rate per state class.
+    queries, succeeded, failed, rejected (stacked, (4, K, A)); bound streams per worker; query rate per
+    state class.
 
     Two compiled passes over the live streams (:func:`_fail_fractions`, :func:`_outcome_sums`) around one
     numpy ``ndtr`` call on the uncertain z-scores only. Every sum takes its terms in (stream index) order, as
@@ -391,16 +489,35 @@ def _outcomes(
     wait_ms = np.zeros((k_sub, n_w + 1))
     wait_ms[:, :n_w] = worker_wait_ms(instance, served_qps)
     size = k_sub * len(st)
+    kind = np.empty(len(st), dtype=np.int64)
     fail, mid_at, z_mid = np.empty(size), np.empty(size, dtype=np.int64), np.empty(size)
     m = _fail_fractions(g0, st.start_sub, st.end_sub, st.worker, st.base_ms, st.bound_ms, st.jitter_sd_ms, wait_ms,
-                        fail, mid_at, z_mid)
+                        kind, fail, mid_at, z_mid)
     fail[mid_at[:m]] = ndtr(z_mid[:m])
     out_ka = np.zeros((4, k_sub, n_a))
     streams_kw = np.zeros((k_sub, n_w + 1))
     class_rate = np.zeros((k_sub, NUM_CLASS_BINS))
     _outcome_sums(g0, instance.sub_window_s, st.start_sub, st.end_sub, st.worker, st.rate, st.app, st.class_bin,
-                  served_share, fail, out_ka, streams_kw, class_rate)
-    return out_ka[0], out_ka[1], out_ka[2], out_ka[3], streams_kw[:, :n_w], class_rate
+                  served_share, kind, fail, out_ka, streams_kw, class_rate)
+    return out_ka, streams_kw[:, :n_w], class_rate
+
+
+@numba.njit(cache=True)
+def _latency_terms(offset: int, worker: np.ndarray, sched: np.ndarray, delta: np.ndarray, trans: np.ndarray,
+                   rtt_sw: np.ndarray, delay_w: np.ndarray, jitter_sw: np.ndarray, base_ms: np.ndarray,
+                   jitter_sd_ms: np.ndarray) -> int:
+    """Latency terms of the window's arrivals (``worker[offset:]``), in place: ``base = 2 delta + 2 d + b zeta
+    + D_v`` (summed left to right) and the round-trip jitter sd of each bound one; returns how many found no
+    feasible worker."""
+    rejected = 0
+    for j in range(sched.shape[0]):
+        w = worker[offset + j]
+        if w < 0:
+            rejected += 1
+            continue
+        base_ms[offset + j] = 2.0 * delta[j] + rtt_sw[sched[j], w] + trans[j] + delay_w[w]
+        jitter_sd_ms[offset + j] = jitter_sw[sched[j], w]
+    return rejected
 
 
 def simulate_window(
@@ -426,25 +543,18 @@ def simulate_window(
     st = state.streams
     load_kw = _bind_arrivals(instance, st, arr, offset, state.window, policy, choice_rng)
     # --- latency terms of the newly bound streams
-    w_new = st.worker[offset:]
-    ok = w_new >= 0
-    idx, w_ok = np.flatnonzero(ok), w_new[ok]
-    a_sched = arr.streams.scheduler
-    st.base_ms[offset + idx] = (
-        2.0 * arr.delta_ms[idx] + instance.rtt_ms_sw[a_sched[idx], w_ok] + arr.trans_ms[idx]
-        + instance.worker_delay_ms[w_ok]
-    )
-    st.jitter_sd_ms[offset + idx] = instance.jitter_sd_ms_sw[a_sched[idx], w_ok]
+    rejected = _latency_terms(offset, st.worker, arr.streams.scheduler, arr.delta_ms, arr.trans_ms, instance.rtt_ms_sw,
+                              instance.worker_delay_ms, instance.jitter_sd_ms_sw, st.base_ms, st.jitter_sd_ms)
     # --- fluid outcomes of every stream in every sub-window (compiled passes around one ndtr call)
     served_qps = np.minimum(load_kw, cap)
-    q_ka, s_ka, f_ka, r_ka, streams_kw, class_rate = _outcomes(instance, st, load_kw, served_qps, state.window * k_sub)
+    out_ka, streams_kw, class_rate = _outcomes(instance, st, load_kw, served_qps, state.window * k_sub)
     # cumsum adds the sub-windows' rows one after another, as a running += would
+    app_sums, sub_sums = np.cumsum(out_ka, axis=1)[:, -1], out_ka.sum(axis=2)
     res = WindowResult(
         streams_kw=streams_kw, served_kw=served_qps, load_kw=load_kw, class_rate_kc=class_rate,
-        app_queries=np.cumsum(q_ka, axis=0)[-1], app_succeeded=np.cumsum(s_ka, axis=0)[-1],
-        app_failed=np.cumsum(f_ka, axis=0)[-1], app_rejected=np.cumsum(r_ka, axis=0)[-1],
-        sub_queries=q_ka.sum(axis=1), sub_succeeded=s_ka.sum(axis=1), sub_failed=f_ka.sum(axis=1),
-        sub_rejected=r_ka.sum(axis=1), arrivals=len(arr.streams), rejected_at_arrival=int((~ok).sum()),
+        app_queries=app_sums[0], app_succeeded=app_sums[1], app_failed=app_sums[2], app_rejected=app_sums[3],
+        sub_queries=sub_sums[0], sub_succeeded=sub_sums[1], sub_failed=sub_sums[2], sub_rejected=sub_sums[3],
+        arrivals=len(arr.streams), rejected_at_arrival=rejected,
     )
     state.window += 1
     st.keep(st.end_sub >= state.window * k_sub)
@@ -456,16 +566,37 @@ def observation_features(instance: Instance, result: WindowResult | None) -> np.
 
     Rows: bound streams per worker (x mean fps / capacity), responses delivered / capacity,
     load / capacity, then the 16 class query rates / total capacity; columns: sub-windows.
+    :func:`observation_batch` with one sub-env.
     """
     n_w, k_sub = instance.num_workers, instance.sub_windows
-    out = np.zeros((WORKER_FEATURES * n_w + NUM_CLASS_BINS, k_sub), dtype=np.float32)
     if result is None:
-        return out
+        return np.zeros((WORKER_FEATURES * n_w + NUM_CLASS_BINS, k_sub), dtype=np.float32)
     cap = instance.worker_capacity_qps
-    mean_fps = float(instance.fps_choices.mean())
-    out[:n_w] = (result.streams_kw * mean_fps / cap).T
-    out[n_w : 2 * n_w] = (result.served_kw / cap).T
-    out[2 * n_w : 3 * n_w] = (result.load_kw / cap).T
-    out[3 * n_w :] = (result.class_rate_kc / cap.sum()).T
+    return observation_batch(
+        cap[None], np.array([instance.fps_choices.mean()]), np.array([cap.sum()]), result.streams_kw[None],
+        result.served_kw[None], result.load_kw[None], result.class_rate_kc[None],
+    )[0]
+
+
+def observation_batch(
+    capacity: np.ndarray, mean_fps: np.ndarray, total_capacity: np.ndarray, streams_kw: np.ndarray,
+    served_kw: np.ndarray, load_kw: np.ndarray, class_rate_kc: np.ndarray,
+) -> np.ndarray:
+    """The state tensors of N windows at once, (N, 3W + 16, K) float32: the one formula of the observation.
+
+    ``capacity`` (N, W), ``mean_fps`` and ``total_capacity`` (N,) describe each window's instance;
+    the other arrays are :class:`WindowResult`'s fields stacked on a leading N axis. Elementwise, so
+    every entry is what one window's tensor holds (the vector env relies on it).
+    """
+    n, k_sub, n_w = streams_kw.shape
+    out = np.empty((n, WORKER_FEATURES * n_w + NUM_CLASS_BINS, k_sub), dtype=np.float32)
+    cap = capacity[:, :, None]
+    # each quotient is computed in float64 and rounded to float32 on output (as an assignment would round it)
+    rows = (streams_kw.transpose(0, 2, 1) * mean_fps[:, None, None], served_kw.transpose(0, 2, 1),
+            load_kw.transpose(0, 2, 1))
+    for f, numerator in enumerate(rows):
+        np.divide(numerator, cap, out=out[:, f * n_w : (f + 1) * n_w], casting="same_kind")
+    np.divide(class_rate_kc.transpose(0, 2, 1), total_capacity[:, None, None], out=out[:, 3 * n_w :],
+              casting="same_kind")
     np.clip(out, 0.0, OBS_HIGH, out=out)
     return out

@@ -229,13 +229,13 @@ class ASETEnv(gym.Env):
         policy = self._check_action(action)
         result = simulate_window(self.instance, self.state, policy, self._arrival_rng, self._choice_rng)
         self.last_result = result
-        queries, succeeded, _, _ = result.totals
-        reward = succeeded / queries if queries > 0 else 1.0
+        queries = result.totals[0]
+        obs = self._observe(result)
+        info = self._info(result, POLICY_NAMES[policy])
+        reward = info["success"]  # the window's success fraction (window_outcomes)
         terminated = bool(reward < self.theta)
         truncated = bool(self.state.window >= self.horizon and not terminated)
         self._needs_reset = terminated or truncated
-        obs = self._observe(result)
-        info = self._info(result, POLICY_NAMES[policy])
         if self._history is not None:
             self._history.append({
                 "policy": policy, "success": info["success"], "failed": info["failed"],
@@ -274,22 +274,45 @@ class ASETEnv(gym.Env):
                 arrivals=0, rejected_streams=0,
             )
             return info
-        queries, succeeded, failed, rejected = result.totals
-        denom = queries if queries > 0 else 1.0
-        per_class = np.where(result.app_queries > 0, result.app_queries, 1.0)
+        totals = result.totals
+        out = window_outcomes(np.array([totals]), np.stack([
+            result.app_queries, result.app_succeeded, result.app_failed, result.app_rejected,
+        ])[None])
         info.update(
-            queries=queries,
-            success=succeeded / denom if queries > 0 else 1.0,
-            failed=failed / denom,
-            rejected=rejected / denom,
+            queries=totals[0],
+            success=float(out["success"][0]),
+            failed=float(out["failed"][0]),
+            rejected=float(out["rejected"][0]),
             class_queries=result.app_queries.copy(),
-            class_success=result.app_succeeded / per_class,
-            class_failed=result.app_failed / per_class,
-            class_rejected=result.app_rejected / per_class,
+            class_success=out["class_success"][0],
+            class_failed=out["class_failed"][0],
+            class_rejected=out["class_rejected"][0],
             arrivals=result.arrivals,
             rejected_streams=result.rejected_at_arrival,
         )
         return info
+
+
+def window_outcomes(totals: np.ndarray, app: np.ndarray) -> dict[str, np.ndarray]:
+    """Outcome fractions of N windows (the one formula of the reward and the outcome infos).
+
+    ``totals`` (N, 4): queries, succeeded, failed, rejected of each window (:attr:`WindowResult.totals`);
+    ``app`` (N, 4, A): the same per application class. Returns ``success`` (the reward: 1 for an empty
+    window), ``failed``, ``rejected`` (N,) and ``class_success``, ``class_failed``, ``class_rejected``
+    (N, A; 0 where a class issued no queries). Elementwise, so each row is one window's numbers.
+    """
+    queries = totals[:, 0]
+    has = queries > 0
+    denom = np.where(has, queries, 1.0)
+    per_class = np.where(app[:, 0] > 0, app[:, 0], 1.0)
+    return {
+        "success": np.where(has, totals[:, 1] / denom, 1.0),
+        "failed": totals[:, 2] / denom,
+        "rejected": totals[:, 3] / denom,
+        "class_success": app[:, 1] / per_class,
+        "class_failed": app[:, 2] / per_class,
+        "class_rejected": app[:, 3] / per_class,
+    }
 
 
 class ASETEnvV1(ASETEnv):
