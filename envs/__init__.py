@@ -67,6 +67,7 @@ register_problem(Problem(
 register_problem(Problem(
     env_id="CoRaiS-v0",
     entry_point="envs.corais.env:CoRaiSEnv",
+    vector_entry_point="envs.corais.vector:CoRaiSVectorEnv",
     config="corais-v0",
     policies="offline.corais",
     evaluation="offline.corais.evaluation:HOOK",
@@ -75,6 +76,7 @@ register_problem(Problem(
 register_problem(Problem(
     env_id="CoRaiS-v1",
     entry_point="envs.corais.env:CoRaiSEnvV1",
+    vector_entry_point="envs.corais.vector:CoRaiSVectorEnvV1",
     config="corais-v1",
     policies="offline.corais",
     evaluation="offline.corais.evaluation:HOOK_V1",

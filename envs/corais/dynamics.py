@@ -18,6 +18,7 @@ No gymnasium import here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +31,27 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def pairwise_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Euclidean distances between the rows of ``a`` (n, 2) and ``b`` (m, 2): (n, m)."""
-    diff = a[:, None, :] - b[None, :, :]
-    return np.sqrt(np.einsum("nmk,nmk->nm", diff, diff))
+    """Euclidean distances between the rows of ``a`` (..., n, 2) and ``b`` (..., m, 2): (..., n, m).
+
+    Leading batch axes are folded into n for one einsum of the unbatched (n, m, 2) layout, so a batched
+    call gives bit for bit the numbers of one call per instance.
+    """
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    diff = np.empty((*lead, a.shape[-2], b.shape[-2], 2))
+    for k in range(2):  # per coordinate: faster than one broadcast over a last axis of 2
+        np.subtract(a[..., :, None, k], b[..., None, :, k], out=diff[..., k])
+    flat = diff.reshape(-1, *diff.shape[-2:])
+    return np.sqrt(np.einsum("nmk,nmk->nm", flat, flat)).reshape(diff.shape[:-1])
+
+
+def gather_rows(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``table[..., index, :]`` per instance: rows of ``table`` (..., n, d) at ``index`` (..., z) -> (..., z, d)
+    (``np.take_along_axis``, as one flat gather)."""
+    if table.ndim == 2:
+        return np.take(table, index, axis=0)  # (much faster than fancy indexing for row gathers)
+    n, d = table.shape[-2:]
+    base = (np.arange(math.prod(table.shape[:-2]), dtype=np.int64) * n).reshape((*index.shape[:-1], 1))
+    return np.take(table.reshape(-1, d), base + index, axis=0)
 
 
 def _segment_max_np(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -48,26 +67,36 @@ def workload_features(
     coef_b: np.ndarray,
     mu: float,
     backlog: Backlog,
+    owner: np.ndarray | None = None,
 ) -> np.ndarray:
     """The five workload features of each region edge, eqs. (1)-(5): (Q, 5), max over an empty set = 0.
 
     Columns: T^{L,cmp} (compute of the local backlog / m_j), T^{I,trn} (longest pending input transfer
     of the transferred-in backlog), T^{I,cmp}, T^{L,res}, T^{I,res} (longest result transfers).
+    Batched: with ``owner`` (K,) the edge arrays have a leading axis B (coords (B, N, 2), the others
+    (B, Q)), backlog request k belongs to instance ``owner[k]``, and the result is (B, Q, 5). Sums run
+    over each (instance, edge) in backlog order either way, so every instance gets the same numbers.
     """
-    q = replicas.shape[0]
-    e = backlog.edge
-    compute = (coef_a[e] * backlog.d + coef_b[e]) / replicas[e]
-    trn = mu * backlog.d * np.linalg.norm(coords[backlog.src] - coords[e], axis=1)
-    res = mu * backlog.o * np.linalg.norm(coords[e] - coords[backlog.pred], axis=1)
+    if owner is None:
+        zeros = np.zeros(np.shape(backlog.edge), dtype=np.int64)
+        return workload_features(coords[None], replicas[None], coef_a[None], coef_b[None], mu, backlog, zeros)[0]
+    b, n, q = coords.shape[0], coords.shape[1], replicas.shape[-1]
+    e = owner * q + backlog.edge  # (instance, edge) segment of each backlog request
+    xy, base = coords.reshape(b * n, 2), owner * n  # row base + i of xy: edge i of the request's instance
+    compute = (coef_a.reshape(-1)[e] * backlog.d + coef_b.reshape(-1)[e]) / replicas.reshape(-1)[e]
+    at_edge = np.take(xy, base + backlog.edge, axis=0)
+    trn = mu * backlog.d * np.linalg.norm(np.take(xy, base + backlog.src, axis=0) - at_edge, axis=1)
+    res = mu * backlog.o * np.linalg.norm(at_edge - np.take(xy, base + backlog.pred, axis=0), axis=1)
     loc = ~backlog.transferred
     tin = backlog.transferred
-    w = np.zeros((q, 5), dtype=np.float64)
-    w[:, 0] = np.bincount(e[loc], weights=compute[loc], minlength=q)
-    w[:, 1] = _segment_max_np(e[tin], trn[tin], q)
-    w[:, 2] = np.bincount(e[tin], weights=compute[tin], minlength=q)
-    w[:, 3] = _segment_max_np(e[loc], res[loc], q)
-    w[:, 4] = _segment_max_np(e[tin], res[tin], q)
-    return w
+    size = b * q
+    w = np.zeros((size, 5), dtype=np.float64)
+    w[:, 0] = np.bincount(e[loc], weights=compute[loc], minlength=size)
+    w[:, 1] = _segment_max_np(e[tin], trn[tin], size)
+    w[:, 2] = np.bincount(e[tin], weights=compute[tin], minlength=size)
+    w[:, 3] = _segment_max_np(e[loc], res[loc], size)
+    w[:, 4] = _segment_max_np(e[tin], res[tin], size)
+    return w.reshape(b, q, 5)
 
 
 def cost_tables(
@@ -82,14 +111,20 @@ def cost_tables(
     req_d: np.ndarray,
     req_o: np.ndarray,
 ) -> CostTables:
-    """Precompute the (Z, Q) per-request, per-edge terms of the cost (once per instance)."""
-    q = replicas.shape[0]
-    region = coords[:q]
-    cmp = (req_d[:, None] * coef_a[None, :] + coef_b[None, :]) / replicas[None, :]
-    trn = mu * req_d[:, None] * pairwise_distances(coords[req_src], region)
-    trn[np.arange(req_src.size), req_src] = 0.0  # exactly zero for local execution
-    res = mu * req_o[:, None] * pairwise_distances(coords[req_pred], region)
-    return CostTables(cmp=cmp, trn=trn, res=res, src=req_src.astype(np.int64), workload=workload)
+    """Precompute the (Z, Q) per-request, per-edge terms of the cost (once per instance).
+
+    Leading batch axes are allowed on every array (coords (..., N, 2), edge arrays (..., Q), request
+    arrays (..., Z)): the tables are then (..., Z, Q), each instance's equal to its unbatched tables.
+    """
+    q = replicas.shape[-1]
+    region = coords[..., :q, :]
+    cmp = (req_d[..., :, None] * coef_a[..., None, :] + coef_b[..., None, :]) / replicas[..., None, :]
+    src = req_src.astype(np.int64)
+    distance = pairwise_distances(coords, region)  # (..., N, Q): D(i, j), gathered per request below
+    trn = mu * req_d[..., :, None] * gather_rows(distance, src)
+    trn.reshape(-1)[np.arange(src.size, dtype=np.int64) * q + src.reshape(-1)] = 0.0  # exactly 0 when local
+    res = mu * req_o[..., :, None] * gather_rows(distance, req_pred.astype(np.int64))
+    return CostTables(cmp=cmp, trn=trn, res=res, src=src, workload=workload)
 
 
 def _edge_times(xp: Any, workload: Any, local_cmp: Any, in_cmp: Any, trn_max: Any, res_max: Any) -> Any:

@@ -18,6 +18,7 @@ from envs.corais.generator import (
     characteristic_instance,
     edge_features,
     generate,
+    generate_seeded,
     make_scenario,
     parse_scale,
     request_features,
@@ -191,11 +192,12 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         elif self._fixed is not None:
             self.instance = self._fixed
         else:
-            sub_rng = np.random.default_rng(int(self.np_random.integers(0, 2**63 - 1)))
+            sub_seed = int(self.np_random.integers(0, 2**63 - 1))
             if self.characteristic is not None:
+                sub_rng = np.random.default_rng(sub_seed)
                 self.instance = characteristic_instance(self.characteristic, sub_rng, self.scenario.num_requests)
-            else:
-                self.instance = generate(self.scenario, sub_rng)
+            else:  # = generate(self.scenario, np.random.default_rng(sub_seed)), without making the generator
+                self.instance = generate_seeded(self.scenario, [sub_seed]).instance(0)
         self._done = False
         self._closed = False
         self._last_dispatch = None
