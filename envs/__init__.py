@@ -39,6 +39,7 @@ register_problem(Problem(
 register_problem(Problem(
     env_id="OINC-v0",
     entry_point="envs.oinc.env:OINCEnv",
+    vector_entry_point="envs.oinc.vector:OINCVectorEnv",
     config="oinc-v0",
     policies="offline.oinc",
     evaluation="offline.oinc.evaluation:HOOK",

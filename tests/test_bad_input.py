@@ -194,7 +194,6 @@ DQN_CASES: list[tuple[str, str]] = [
 TRAIN_FIT_CASES: list[tuple[list[str], str]] = [
     (["env=oinc-v0", "algo=dqn"], "algo"), (["env=corais-v0", "algo=sac"], "algo"),
     (["env=uec-v0", "algo=corais"], "algo"), (["env=oinc-v0", "algo=corais_uec"], "algo"),
-    (["env=oinc-v0", "algo=sac", "vec_env=native"], "vec_env"),
 ]
 
 

@@ -20,9 +20,24 @@ MIN_COMPUTE_WINDOW_S = 0.05
 
 # ----------------------------------------------------------------------------- inference
 def normalised_group_shares(group: np.ndarray, weights: np.ndarray, num_groups: int) -> np.ndarray:
-    """weight_i / sum of the weights in i's group: the shares of one edge sum to 1 (constraints 1c, 3a)."""
-    totals = np.bincount(group, weights=weights, minlength=num_groups)
-    return weights / totals[group]
+    """weight_i / sum of the weights in i's group: the shares of one edge sum to 1 (constraints 1c, 3a).
+
+    ``group`` (I,) or batched (N, I) (one row per env, groups per row); the batched totals are one
+    ``bincount`` over the rows laid end to end, so each row's sums are the 1-D sums, bit for bit."""
+    if group.ndim == 1:
+        totals = np.bincount(group, weights=weights, minlength=num_groups)
+        return weights / totals[group]
+    totals = group_totals(group, weights, num_groups)
+    return weights / totals[np.arange(group.shape[0])[:, None], group]
+
+
+def group_totals(group: np.ndarray, weights: np.ndarray, num_groups: int) -> np.ndarray:
+    """Row-wise ``np.bincount(group[n], weights[n], minlength=num_groups)`` of (N, I) arrays -> (N, num_groups),
+    with the same additions in the same order (entries of weight 0.0 add nothing)."""
+    rows = group.shape[0]
+    flat = (group + num_groups * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, weights=np.broadcast_to(weights, group.shape).ravel(),
+                       minlength=rows * num_groups).reshape(rows, num_groups)
 
 
 def shares_from_levels(
@@ -51,9 +66,11 @@ def task_rewards(latency_s: np.ndarray, slo_s: np.ndarray, psi: float) -> np.nda
     return -latency_s - psi * (latency_s > slo_s)
 
 
-def slot_reward(latency_s: np.ndarray, slo_s: np.ndarray, psi: float) -> float:
-    """Eq. (4): R_t = (1 / I_t) sum_i R_i,t (every device has one task per slot)."""
-    return float(task_rewards(latency_s, slo_s, psi).mean())
+def slot_reward(latency_s: np.ndarray, slo_s: np.ndarray, psi: float) -> float | np.ndarray:
+    """Eq. (4): R_t = (1 / I_t) sum_i R_i,t (every device has one task per slot); a float for (I,)
+    latencies, an array over the leading axes for batched (..., I) ones."""
+    reward = task_rewards(latency_s, slo_s, psi).mean(axis=-1)
+    return float(reward) if np.ndim(reward) == 0 else reward
 
 
 def pause_edges(
@@ -73,14 +90,20 @@ def pause_edges(
     Edge j (among ``candidates``, a (J,) bool of edges running retraining) pauses retraining for the slot
     when (a) the reserve is insufficient: the compute its tasks need to meet their SLOs after their
     uploads, sum_i c_i / ((SLO_i - upload_i) f_j) over tasks that can still meet it, exceeds f_j^t, and
-    (b) giving inference the whole edge meets strictly more SLOs there. Returns a (J,) bool.
+    (b) giving inference the whole edge meets strictly more SLOs there. Returns a (J,) bool; with
+    batched (N, I) task arrays and (N, J) edge arrays an (N, J) bool.
     """
-    num_edges = cpu_hz.shape[0]
+    num_edges = cpu_hz.shape[-1]
     left = slo_s - upload_s
     savable = left > 0
-    need = np.bincount(edge[savable], weights=cycles[savable] / left[savable], minlength=num_edges) / cpu_hz
-    misses_now = np.bincount(edge, weights=latency_s > slo_s, minlength=num_edges)
-    misses_full = np.bincount(edge, weights=latency_full_edge_s > slo_s, minlength=num_edges)
+    if edge.ndim == 1:
+        need = np.bincount(edge[savable], weights=cycles[savable] / left[savable], minlength=num_edges) / cpu_hz
+        misses_now = np.bincount(edge, weights=latency_s > slo_s, minlength=num_edges)
+        misses_full = np.bincount(edge, weights=latency_full_edge_s > slo_s, minlength=num_edges)
+    else:  # batched (N, I) / (N, J): the unsavable tasks add 0.0, which leaves every sum as the 1-D one
+        need = group_totals(edge, np.where(savable, cycles / np.where(savable, left, 1.0), 0.0), num_edges) / cpu_hz
+        misses_now = group_totals(edge, latency_s > slo_s, num_edges)
+        misses_full = group_totals(edge, latency_full_edge_s > slo_s, num_edges)
     return candidates & (need > inference_share) & (misses_full < misses_now)
 
 
@@ -147,8 +170,9 @@ def levels_for_shares(
 
 # ----------------------------------------------------------------------------- reservation (Alg. 2)
 def equal_share_upload_s(data_bits: np.ndarray, full_rate_bps: np.ndarray, num_edges: int) -> np.ndarray:
-    """Upload time of each task with an equal bandwidth share (I/J devices per edge, mean rate over edges)."""
-    num_devices = data_bits.shape[0]
+    """Upload time of each task with an equal bandwidth share (I/J devices per edge, mean rate over edges);
+    ``data_bits`` (I,) or (..., I), e.g. a whole episode (T, I)."""
+    num_devices = data_bits.shape[-1]
     per_edge = max(num_devices / num_edges, 1.0)
     return data_bits * per_edge / full_rate_bps.mean(axis=1)
 
@@ -160,9 +184,11 @@ def inference_need_hz(
 
     window_i = SLO_i - upload_i when at least ``min_window_s`` is left for computing; a task whose
     upload alone (nearly) exhausts its SLO cannot be saved by compute and only needs to finish within
-    the slot (window = 1 slot), instead of inflating the need by c_i / eps.
+    the slot (window = 1 slot), instead of inflating the need by c_i / eps. Batched (..., I) inputs give
+    an array over the leading axes (each entry the 1-D sum, bit for bit).
     """
-    return float(np.sum(cycles / compute_window_s(slo_s, upload_s, min_window_s)))
+    need = np.sum(cycles / compute_window_s(slo_s, upload_s, min_window_s), axis=-1)
+    return float(need) if np.ndim(need) == 0 else need
 
 
 def compute_window_s(slo_s: np.ndarray, upload_s: np.ndarray, min_window_s: float = MIN_COMPUTE_WINDOW_S) -> np.ndarray:
@@ -172,26 +198,30 @@ def compute_window_s(slo_s: np.ndarray, upload_s: np.ndarray, min_window_s: floa
 
 
 def reservation_share(
-    free_hz: float,
-    res_min_hz: float,
+    free_hz: float | np.ndarray,
+    res_min_hz: float | np.ndarray,
     alpha: float | np.ndarray,
     beta: float,
-    num: int,
+    num: int | np.ndarray,
     cpu_selected_hz: np.ndarray,
 ) -> np.ndarray:
     """Eq. (2) in consistent units (B2): p_j' = beta (sum_j f_j (1 - p_j) - res_min) / ((alpha + beta) num f_j')."""
-    spare = max(free_hz - res_min_hz, 0.0)
+    spare = np.maximum(free_hz - res_min_hz, 0.0)  # (elementwise, so batched arrays broadcast)
     return beta * spare / ((alpha + beta) * num * cpu_selected_hz)
 
 
 def equal_split_latency_s(upload_s: np.ndarray, cycles: np.ndarray, inference_hz: np.ndarray) -> np.ndarray:
     """Alg. 2's latency estimate (B3): tasks spread evenly over the edges (I/J per edge) and every edge's
     inference compute f_j (1 - p_j) split equally among them; ``inference_hz`` is (..., J), the result
-    is the mean latency (...). Uploads are those of an equal bandwidth split."""
-    num_devices = cycles.shape[0]
+    is the mean latency (...). Uploads are those of an equal bandwidth split. Batched: ``upload_s`` and
+    ``cycles`` (N, I) with ``inference_hz`` (N, ..., J) give (N, ...)."""
+    num_devices = cycles.shape[-1]
     per_edge = num_devices / inference_hz.shape[-1]
-    compute = per_edge * cycles.mean() * np.mean(1.0 / np.maximum(inference_hz, 1e-9), axis=-1)
-    return upload_s.mean() + compute
+    trailing = (1,) * (inference_hz.ndim - cycles.ndim)  # the mean over tasks broadcasts over inference_hz's axes
+    cycles_mean = cycles.mean(axis=-1).reshape(cycles.shape[:-1] + trailing)
+    upload_mean = upload_s.mean(axis=-1).reshape(upload_s.shape[:-1] + trailing)
+    compute = per_edge * cycles_mean * np.mean(1.0 / np.maximum(inference_hz, 1e-9), axis=-1)
+    return upload_mean + compute
 
 
 # ----------------------------------------------------------------------------- retraining (Alg. 5)
@@ -213,11 +243,12 @@ def job_density(weight: np.ndarray | float, time_s: np.ndarray | float) -> np.nd
 
 
 def dispatch_costs(
-    new_weight: float,
+    new_weight: float | np.ndarray,
     new_time: np.ndarray,
     queue_edge: np.ndarray,
     queue_weights: np.ndarray,
     queue_times: np.ndarray,
+    queue_case: np.ndarray | None = None,
 ) -> np.ndarray:
     """Eq. (9) for every edge j without the 1/(1+eps) factor (it does not change the argmin, B8).
 
@@ -225,16 +256,26 @@ def dispatch_costs(
     density s = l / h (``job_density``). ``new_time`` is h_kj (J,) of the new job; the queue is given per
     job (edge, l, h). Infinite where the edge holds no retraining share (h_kj = inf). Returns (J,). The
     controller calls this; ``tests/oinc/test_oinc_formulas.py`` checks it against a job-by-job loop.
+
+    Batched (the vector env): M new jobs at once, ``new_weight`` (M,), ``new_time`` (M, J), and one flat
+    queue of all cases with ``queue_case`` (which case each queued job belongs to, cases in order and
+    jobs in index order within a case); returns (M, J). Each case's per-edge sums are the same additions
+    in the same order as its 1-D call (a 1-D call is the batch of one).
     """
-    num_edges = new_time.shape[0]
-    costs = np.full(num_edges, np.inf)
+    if queue_case is None:
+        new_weight, new_time = np.reshape(new_weight, 1), new_time[None, :]
+        costs = dispatch_costs(new_weight, new_time, queue_edge, queue_weights, queue_times,
+                               np.zeros(queue_edge.size, np.int64))
+        return costs[0]
+    cases, num_edges = new_time.shape
     ok = np.isfinite(new_time)
-    costs[ok] = new_weight * new_time[ok]
-    if queue_edge.size:
-        denser = job_density(queue_weights, queue_times) > job_density(new_weight, new_time[queue_edge])
-        extra = np.where(denser, new_weight * queue_times, queue_weights * queue_times)
-        costs = costs + np.bincount(queue_edge, weights=extra, minlength=num_edges)
-        costs[~ok] = np.inf
+    costs = np.where(ok, new_weight[:, None] * new_time, np.inf)
+    weight_q = new_weight[queue_case]
+    denser = job_density(queue_weights, queue_times) > job_density(weight_q, new_time[queue_case, queue_edge])
+    extra = np.where(denser, weight_q * queue_times, queue_weights * queue_times)
+    totals = np.bincount(queue_case * num_edges + queue_edge, weights=extra, minlength=cases * num_edges)
+    costs = costs + totals.reshape(cases, num_edges)
+    costs[~ok] = np.inf
     return costs
 
 
@@ -258,14 +299,18 @@ def back_to_back_finish(group: np.ndarray, order_key: np.ndarray, times: np.ndar
     return finish
 
 
-def run_slot(remaining: np.ndarray, rate_hz: np.ndarray, slot_start_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_slot(
+    remaining: np.ndarray, rate_hz: np.ndarray, slot_start_s: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One slot of retraining at ``rate_hz`` (u_kj f_j): (remaining after, finished mask, finish times).
 
     A job finishes when its remaining workload reaches 0; its completion time is the exact instant within
-    the slot, slot_start + remaining / rate (b_k of Sec. III-C, fractional).
+    the slot, slot_start + remaining / rate (b_k of Sec. III-C, fractional). Any shape; ``slot_start_s``
+    a float or an array broadcasting to ``remaining`` (one slot start per env of a batch).
     """
     after = remaining - rate_hz * SLOT_S
     done = (after <= 0) & (rate_hz > 0)
     finish = np.full(remaining.shape, np.nan)
-    finish[done] = slot_start_s + remaining[done] / rate_hz[done]
+    start = slot_start_s if np.ndim(slot_start_s) == 0 else np.broadcast_to(slot_start_s, remaining.shape)[done]
+    finish[done] = start + remaining[done] / rate_hz[done]
     return np.maximum(after, 0.0), done, finish

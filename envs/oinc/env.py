@@ -22,6 +22,45 @@ from envs.oinc.types import EpisodeDraws, Instance, Jobs
 OBSERVATIONS = ("paper", "extended")
 
 
+def episode_metrics(
+    arrival_s: np.ndarray,
+    deadline_s: np.ndarray,
+    finish_s: np.ndarray,
+    *,
+    latency_sum: float,
+    tasks: int,
+    slo_met: int,
+    finished_in_horizon: int,
+    censored: int,
+    drain_slots: int,
+    paused_slots: int,
+    running_slots: int,
+    share_sum: float,
+    share_count: int,
+) -> dict[str, Any]:
+    """The episode-end info (Table II's metrics and the counters, see OINCEnv's Information) from the
+    episode's jobs (after the drain) and running totals; shared by OINCEnv and the vector env."""
+    n = int(arrival_s.size)
+    completion = finish_s - arrival_s
+    on_time = int(np.count_nonzero(finish_s <= deadline_s))
+    inference = latency_sum / max(tasks, 1)
+    retraining = float(completion.mean()) if n else float("nan")
+    return {
+        "inference_latency_s": inference,
+        "retraining_completion_s": retraining,
+        "weighted_sum": inference + (retraining if n else 0.0),
+        "success_rate": (slo_met + on_time) / max(tasks + n, 1),
+        "slo_hit_rate": slo_met / max(tasks, 1),
+        "deadline_hit_rate": on_time / n if n else float("nan"),
+        "jobs_total": n,
+        "jobs_finished_in_horizon": finished_in_horizon,
+        "jobs_censored": censored,
+        "drain_slots": drain_slots,
+        "paused_fraction": paused_slots / max(running_slots, 1),
+        "retraining_share": share_sum / share_count if share_count else float("nan"),
+    }
+
+
 class OINCEnv(gym.Env):
     """
     ## Description
@@ -361,29 +400,21 @@ class OINCEnv(gym.Env):
     def _final_metrics(self) -> dict[str, Any]:
         drain_slots, censored = self._drain()
         n = self.jobs.count
-        completion = self.jobs.finish_s[:n] - self.jobs.arrival_s[:n]
-        on_time = int(np.count_nonzero(self.jobs.finish_s[:n] <= self.jobs.deadline_s[:n]))
-        inference = self._latency_sum / max(self._tasks, 1)
-        retraining = float(completion.mean()) if n else float("nan")
-        return {
-            "inference_latency_s": inference,
-            "retraining_completion_s": retraining,
-            "weighted_sum": inference + (retraining if n else 0.0),
-            "success_rate": (self._slo_met + on_time) / max(self._tasks + n, 1),
-            "slo_hit_rate": self._slo_met / max(self._tasks, 1),
-            "deadline_hit_rate": on_time / n if n else float("nan"),
-            "jobs_total": n,
-            "jobs_finished_in_horizon": self._finished_in_horizon,
-            "jobs_censored": censored,
-            "drain_slots": drain_slots,
-            "paused_fraction": self._paused_slots / max(self._running_slots, 1),
-            "retraining_share": self._share_sum / self._share_count if self._share_count else float("nan"),
-        }
+        return episode_metrics(
+            self.jobs.arrival_s[:n], self.jobs.deadline_s[:n], self.jobs.finish_s[:n], latency_sum=self._latency_sum,
+            tasks=self._tasks, slo_met=self._slo_met, finished_in_horizon=self._finished_in_horizon,
+            censored=censored, drain_slots=drain_slots, paused_slots=self._paused_slots,
+            running_slots=self._running_slots, share_sum=self._share_sum, share_count=self._share_count,
+        )
+
+    def _task_features(self, data_bits: np.ndarray, cycles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """d and c min-max normalised over the scenario's ranges (the observation's first 2I entries,
+        before clipping); any leading axes (the vector env normalises a whole episode at once)."""
+        return (data_bits - self._d_lo) / self._d_span, (cycles - self._c_lo) / self._c_span
 
     def _observation(self) -> np.ndarray:
         t = min(self.t, self.scenario.horizon - 1)
-        d = (self._draws.data_bits[t] - self._d_lo) / self._d_span
-        c = (self._draws.cycles[t] - self._c_lo) / self._c_span
+        d, c = self._task_features(self._draws.data_bits[t], self._draws.cycles[t])
         parts = [d, c, 1.0 - self._share]
         if self.observation_mode == "extended":
             queued = self.jobs.edge[self.jobs.active()]
