@@ -8,11 +8,13 @@ created with ``gym.make`` (so both pay the same wrapper overhead), auto-reset at
 measured in alternating bursts so that both see the same load.
 Other envs report their own unit (OINC-v0: slots, ASET-v0: windows) when their benchmark is present.
 
-Vector section: decisions per second of N sub-envs (N in ``sizes``) for UEC-v0's native vector env
-(``gym.make_vec("UEC-v0", num_envs=N, vectorization_mode="vector_entry_point")``), for Gymnasium's
-``SyncVectorEnv`` of ``gym.make("UEC-v0")`` (``vectorization_mode="sync"``) and for Gymnasium's own
-CartPole-v1 vector env, under the same random (feasible) policy, all NEXT_STEP autoreset; a decision is a
-sub-env step that is not an autoreset. The three are measured in alternating bursts per N.
+Vector section: for every env with a native vector env (the newest version of each problem, from the
+problem registry), decisions per second of N sub-envs (N in ``sizes``) of the native vector env
+(``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")``), of Gymnasium's ``SyncVectorEnv``
+of ``gym.make(id)`` (``vectorization_mode="sync"``) and of Gymnasium's own CartPole-v1 vector env, under the
+same random (feasible, where the env gives ``info["action_mask"]``) policy, all NEXT_STEP autoreset; a decision
+is a sub-env step that is not an autoreset (OINC: a slot, ASET: a window, CoRaiS: a whole dispatch). The three
+are measured in alternating bursts per env and N.
 Timings are machine-dependent: quote the ratios, measured in one run. The rows go to
 ``outputs/benchmarks/performance.csv``; ``publish=true`` writes the checked-in ``results/benchmarks/performance.csv``
 and docs/performance.md's table (``benchmarks.results``).
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import numpy as np
 
-import envs  # noqa: F401  (registers the ids)
+import envs  # registers the ids; envs.PROBLEMS lists the vector envs
 
 
 class RandomRunner:
@@ -86,10 +88,13 @@ class VectorRunner:
     (sub-env steps that are not NEXT_STEP autoresets)."""
 
     def __init__(self, env: gym.vector.VectorEnv, masked: bool, seed: int = 0) -> None:
-        self.env, self.masked = env, masked
+        self.env = env
         self.rng = np.random.default_rng(seed)
-        self.n_actions = int(env.single_action_space.n)
+        space = env.single_action_space
+        self.nvec = np.asarray(space.nvec, np.int64) if isinstance(space, gym.spaces.MultiDiscrete) else None
+        self.n_actions = int(space.n) if self.nvec is None else 0
         _, self.info = env.reset(seed=seed)
+        self.masked = masked and self.nvec is None and "action_mask" in self.info
         self.resetting = np.zeros(env.num_envs, bool)
         self.decisions, self.seconds = 0, 0.0
 
@@ -100,6 +105,8 @@ class VectorRunner:
         for _ in range(steps):
             if self.masked:  # uniform over the feasible actions: the largest random score among them
                 actions = np.argmax(np.where(info["action_mask"] > 0, rng.random((n, self.n_actions)), -1.0), axis=1)
+            elif self.nvec is not None:  # MultiDiscrete: every head uniform
+                actions = (rng.random((n, self.nvec.size)) * self.nvec).astype(np.int64)
             else:
                 actions = rng.integers(self.n_actions, size=n)
             decisions += n - int(self.resetting.sum())
@@ -114,12 +121,23 @@ class VectorRunner:
         return self.decisions / self.seconds
 
 
-def vector_rates(num_envs: int, seconds: float, rounds: int = 10) -> dict[str, float]:
-    """Decisions per second of the native UEC vector env, SyncVectorEnv over gym.make("UEC-v0") and
+def vector_env_ids() -> list[str]:
+    """The newest version of each problem that has a native vector env (``Problem.vector_entry_point``)."""
+    newest: dict[str, str] = {}
+    for env_id, problem in envs.PROBLEMS.items():
+        if problem.vector_entry_point is not None:
+            name, _, version = env_id.rpartition("-v")
+            if name not in newest or int(version) > int(newest[name].rpartition("-v")[2]):
+                newest[name] = env_id
+    return list(newest.values())
+
+
+def vector_rates(num_envs: int, seconds: float, rounds: int = 10, env_id: str = "UEC-v0") -> dict[str, float]:
+    """Decisions per second of ``env_id``'s native vector env, SyncVectorEnv over gym.make(env_id) and
     CartPole-v1's native vector env at ``num_envs``, in alternating bursts (``seconds`` each in all)."""
     runners = {
-        "native": VectorRunner(gym.make_vec("UEC-v0", num_envs=num_envs, vectorization_mode="vector_entry_point"), True),
-        "sync": VectorRunner(gym.make_vec("UEC-v0", num_envs=num_envs, vectorization_mode="sync"), True),
+        "native": VectorRunner(gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point"), True),
+        "sync": VectorRunner(gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync"), True),
         "cartpole": VectorRunner(
             gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="vector_entry_point"), False
         ),
@@ -189,16 +207,19 @@ def _main(args: Options) -> None:
         print(f"{label}: {rate:12,.1f} {unit}")
         rows.append({"quantity": label, "value": rate, "unit": unit})
     if args.vector_seconds > 0:
-        print("\nvector envs, decisions/s (paper preset, random feasible policy; CartPole: random):")
-        print(f"{'N':>5} {'UEC native':>12} {'UEC Sync':>12} {'native/Sync':>12} {'CartPole vec':>13} {'native/CartPole':>16}")
-        for n in args.sizes:
-            rates = vector_rates(n, args.vector_seconds)
-            native, sync, cart = rates["native"], rates["sync"], rates["cartpole"]
-            print(f"{n:>5} {native:>12,.0f} {sync:>12,.0f} {native / sync:>12.1f} {cart:>13,.0f} {native / cart:>16.3f}")
-            rows.append({"quantity": f"UEC-v0 native vector N={n}", "value": native, "unit": "decisions/s",
-                         "ratio_to": f"UEC-v0 SyncVectorEnv N={n}", "ratio": native / sync})
-            rows.append({"quantity": f"UEC-v0 SyncVectorEnv N={n}", "value": sync, "unit": "decisions/s"})
-            rows.append({"quantity": f"CartPole-v1 native vector N={n}", "value": cart, "unit": "steps/s"})
+        print("\nvector envs, decisions/s (default kwargs, random feasible policy; CartPole: random):")
+        print(f"{'env':>10} {'N':>5} {'native':>12} {'Sync':>12} {'native/Sync':>12} {'CartPole vec':>13}")
+        vector_ids = vector_env_ids()
+        for env_id in vector_ids:
+            for n in args.sizes:
+                rates = vector_rates(n, args.vector_seconds, env_id=env_id)
+                native, sync, cart = rates["native"], rates["sync"], rates["cartpole"]
+                print(f"{env_id:>10} {n:>5} {native:>12,.0f} {sync:>12,.0f} {native / sync:>12.1f} {cart:>13,.0f}")
+                rows.append({"quantity": f"{env_id} native vector N={n}", "value": native, "unit": "decisions/s",
+                             "ratio_to": f"{env_id} SyncVectorEnv N={n}", "ratio": native / sync})
+                rows.append({"quantity": f"{env_id} SyncVectorEnv N={n}", "value": sync, "unit": "decisions/s"})
+                if env_id == vector_ids[0]:  # CartPole's vector env: one row per N
+                    rows.append({"quantity": f"CartPole-v1 native vector N={n}", "value": cart, "unit": "steps/s"})
     if args.write:
         from benchmarks.results import write_rows
 
