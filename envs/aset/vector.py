@@ -25,13 +25,13 @@ import copy
 from typing import Any, ClassVar
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from envs.aset.dynamics import NUM_CLASS_BINS, observation_batch, simulate_window
 from envs.aset.env import ASETEnv, ASETEnvV1, window_outcomes
 from envs.aset.types import POLICY_NAMES, Instance
-from envs.common.validation import check_choice, check_in_range, check_seed
+from envs.common.vector import SubEnvBatch
 
 _N_ACTIONS = len(POLICY_NAMES)
 #: Info keys with one float / int per sub-env (the others: action_mask, policy, class_*).
@@ -42,7 +42,7 @@ _CLASS_KEYS = ("class_queries", "class_success", "class_failed", "class_rejected
 _POLICY_OBJECTS = np.array(POLICY_NAMES, dtype=object)
 
 
-class ASETVectorEnv(VectorEnv):
+class ASETVectorEnv(SubEnvBatch):
     """
     ## Description
 
@@ -113,15 +113,7 @@ class ASETVectorEnv(VectorEnv):
         render_mode: str | None = None,
         **env_kwargs: Any,
     ) -> None:
-        check_in_range("num_envs", num_envs, 1, 1_000_000, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: the vector env renders nothing (expected None)")
-        mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
-        mode = check_choice("autoreset_mode", mode, (AutoresetMode.NEXT_STEP.value, AutoresetMode.SAME_STEP.value))
-        self.autoreset_mode = AutoresetMode(mode)
-        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.num_envs = int(num_envs)
-        self.render_mode = None
+        self._init_batch(num_envs, autoreset_mode, render_mode)
         first = self.env_class(**env_kwargs)
         # the other sub-envs start from the first one's instance (never mutated) and generator states,
         # exactly what N constructions with the same arguments would hold, without N instance draws
@@ -158,15 +150,7 @@ class ASETVectorEnv(VectorEnv):
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list of N seeds or None."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (list, tuple)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed has {len(seed)} entries: expected num_envs={self.num_envs} seeds")
-            seeds = list(seed)
-        else:
-            base = check_seed("seed", seed)
-            seeds = [base + i for i in range(self.num_envs)]
+        seeds = self.sub_env_seeds(seed)
         infos = self._empty_info()
         for i in range(self.num_envs):
             self._reset_sub_env(i, infos, seed=seeds[i], options=options)
@@ -253,10 +237,6 @@ class ASETVectorEnv(VectorEnv):
     def action_masks(self) -> np.ndarray:
         """``(N, 7)`` bool: every policy of every sub-env is allowed (sb3-contrib's MaskablePPO convention)."""
         return self._mask.copy()
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of each sub-env's ASETEnv."""
-        return tuple(getattr(env, name) for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every sub-env; ``step`` then raises RuntimeError until the next ``reset``."""

@@ -26,10 +26,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium.utils import seeding
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from envs.common.validation import check_choice, check_in_range, check_reset_options, check_seed
+from envs.common.validation import check_reset_options
+from envs.common.vector import SubEnvBatch
 from envs.corais.dynamics import response_times
 from envs.corais.env import CoRaiSEnv, CoRaiSEnvV1
 from envs.corais.generator import edge_features, generate_seeded, request_features
@@ -39,7 +40,7 @@ from envs.corais.types import CostTables
 STEP_KEYS: tuple[str, ...] = ("edge_times", "cost", "requests_per_edge", "data_per_edge")
 
 
-class CoRaiSVectorEnv(VectorEnv):
+class CoRaiSVectorEnv(SubEnvBatch):
     """
     ## Description
 
@@ -106,15 +107,7 @@ class CoRaiSVectorEnv(VectorEnv):
         render_mode: str | None = None,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
     ) -> None:
-        check_in_range("num_envs", num_envs, 1, 1_000_000, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: the vector env renders nothing (expected None)")
-        mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
-        mode = check_choice("autoreset_mode", mode, (AutoresetMode.NEXT_STEP.value, AutoresetMode.SAME_STEP.value))
-        self.autoreset_mode = AutoresetMode(mode)
-        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.num_envs = int(num_envs)
-        self.render_mode = None
+        self._init_batch(num_envs, autoreset_mode, render_mode)
         first = self.env_class(scale, scenario_overrides, instance_seed, flat_observation, characteristic)
         # the sub-envs own the generators (and make the instances not drawn from the scenario); they share
         # the first one's scenario and fixed instance, so a fixed instance is drawn once
@@ -150,15 +143,7 @@ class CoRaiSVectorEnv(VectorEnv):
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list or None."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (list, tuple)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed has {len(seed)} entries: expected num_envs={self.num_envs} seeds")
-            seeds = [check_seed("seed", s) for s in seed]
-        else:
-            base = check_seed("seed", seed)
-            seeds = [base + i for i in range(self.num_envs)]
+        seeds = self.sub_env_seeds(seed)
         options = check_reset_options(options, ("instance",))
         for env, s in zip(self.envs, seeds, strict=True):
             if s is not None:  # what gymnasium.Env.reset(seed=s) does
@@ -217,11 +202,6 @@ class CoRaiSVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         """Release the episodes; ``step()`` then raises RuntimeError until the next ``reset()``."""
         self._started = False
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of each sub-env's CoRaiSEnv (instance-level attributes such as ``scenario``;
-        the episode's instance lives in the batch)."""
-        return tuple(getattr(env, name) for env in self.envs)
 
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:

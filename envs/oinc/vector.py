@@ -44,10 +44,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from envs.common.validation import check_choice, check_in_range, check_seed
+from envs.common.vector import SubEnvBatch
 from envs.oinc import dynamics as dyn
 from envs.oinc.env import OINCEnv, episode_metrics
 from envs.oinc.retraining import RATIO_SET, OINCRetraining
@@ -107,7 +107,7 @@ def _gather(values: np.ndarray, index: np.ndarray) -> np.ndarray:
     return values[np.arange(values.shape[0])[:, None], index]
 
 
-class OINCVectorEnv(VectorEnv):
+class OINCVectorEnv(SubEnvBatch):
     """
     ## Description
 
@@ -184,15 +184,7 @@ class OINCVectorEnv(VectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
     ) -> None:
-        check_in_range("num_envs", num_envs, 1, 1_000_000, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: the vector env renders nothing (expected None)")
-        mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
-        mode = check_choice("autoreset_mode", mode, (AutoresetMode.NEXT_STEP.value, AutoresetMode.SAME_STEP.value))
-        self.autoreset_mode = AutoresetMode(mode)
-        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.num_envs = int(num_envs)
-        self.render_mode = None
+        self._init_batch(num_envs, autoreset_mode, render_mode)
         kwargs = dict(scenario=scenario, scenario_overrides=scenario_overrides, retraining=retraining,
                       retraining_share=retraining_share, psi=psi, observation=observation,
                       instance_seed=instance_seed, resample_instance=resample_instance,
@@ -329,15 +321,7 @@ class OINCVectorEnv(VectorEnv):
     # --- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list or None."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (list, tuple)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed has {len(seed)} entries: expected num_envs={self.num_envs} seeds")
-            seeds = list(seed)
-        else:
-            base = check_seed("seed", seed)
-            seeds = [base + i for i in range(self.num_envs)]
+        seeds = self.sub_env_seeds(seed)
         obs, infos = self._reset_all(seeds, options)
         self._started = True
         self._pending_reset = False
@@ -393,11 +377,6 @@ class OINCVectorEnv(VectorEnv):
                 infos["final_obs"], infos["_final_obs"] = final_obs, every
                 infos["final_info"], infos["_final_info"] = final_info, every.copy()
         return obs, rewards, terminated, truncated, infos
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of each sub-env's OINCEnv (instance-level attributes: with ``aret`` the episode
-        state lives in the batch)."""
-        return tuple(getattr(env, name) for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the sub-envs; ``step()`` then raises RuntimeError until the next ``reset()``."""

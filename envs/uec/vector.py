@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from envs.common.validation import check_choice, check_in_range, check_seed
+from envs.common.vector import SubEnvBatch
 from envs.uec import dynamics, kernels
 from envs.uec.env import UECEnv
 from envs.uec.generator import Scenario
@@ -97,7 +97,7 @@ def _instance_tables(env: UECEnv) -> _InstanceTables:
     )
 
 
-class UECVectorEnv(VectorEnv):
+class UECVectorEnv(SubEnvBatch):
     """
     ## Description
 
@@ -180,15 +180,7 @@ class UECVectorEnv(VectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
     ) -> None:
-        check_in_range("num_envs", num_envs, 1, 1_000_000, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: the vector env renders nothing (expected None)")
-        mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
-        mode = check_choice("autoreset_mode", mode, (AutoresetMode.NEXT_STEP.value, AutoresetMode.SAME_STEP.value))
-        self.autoreset_mode = AutoresetMode(mode)
-        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.num_envs = int(num_envs)
-        self.render_mode = None
+        self._init_batch(num_envs, autoreset_mode, render_mode)
         first = UECEnv(scenario, scenario_overrides, instance_seed, resample_instance, reserved_priority)
         # the other sub-envs share the first one's instance and tables (an instance is never mutated),
         # so the N instance draws of N constructions are made once
@@ -358,15 +350,7 @@ class UECVectorEnv(VectorEnv):
     # --- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list or None."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (list, tuple)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed has {len(seed)} entries: expected num_envs={self.num_envs} seeds")
-            seeds = list(seed)
-        else:
-            base = check_seed("seed", seed)
-            seeds = [base + i for i in range(self.num_envs)]
+        seeds = self.sub_env_seeds(seed)
         for i, env in enumerate(self.envs):
             env.reset(seed=seeds[i], options=options)
             self._start_episode(i, (env._arrival_slots, env._arrival_devices, env._duration_u))
@@ -438,11 +422,6 @@ class UECVectorEnv(VectorEnv):
     def action_masks(self) -> np.ndarray:
         """``(N, 1 + K·L)`` bool: the feasible actions of every sub-env (sb3-contrib's MaskablePPO)."""
         return self._mask.copy()
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of each sub-env's UECEnv (instance-level attributes only: the episode
-        state lives in the batch)."""
-        return tuple(getattr(env, name) for env in self.envs)
 
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
