@@ -105,10 +105,10 @@ class MaskablePPOConfig:
     kind: str = "sb3"
     default_steps: int = 30_000
     mask: Mask = Mask.auto  # unused: MaskablePPO calls env.action_masks() itself
-    policy: str = "MlpPolicy"
+    policy: str = "auto"  # auto: MultiInputPolicy for a Dict observation (CoRaiS), else MlpPolicy
     learning_rate: float = 3e-4
-    n_steps: int = 512
-    batch_size: int = 64
+    n_steps: int = 64  # per env: a rollout is n_steps x n_envs transitions (4096 at n_envs=64)
+    batch_size: int = 1024  # minibatch; capped at the rollout's n_steps x n_envs
     n_epochs: int = 10
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -146,6 +146,9 @@ class AlgoSpec:
     action_spaces: tuple[type[spaces.Space], ...] | None  # None = the trainer decides
     loader: str | None = None  # custom trainers: "module:load_policy"
     needs_action_masks_method: bool = False
+    #: action spaces on which a ``needs_action_masks_method`` algo also trains without masks (MaskablePPO on
+    #: OINC/CoRaiS' MultiDiscrete: ``learn(use_masking=False)``, plain PPO)
+    masks_optional_for: tuple[type[spaces.Space], ...] = ()
     env_ids: tuple[str, ...] | None = None  # custom trainers built for specific envs only
 
     def load_target(self) -> Any:
@@ -161,7 +164,8 @@ ALGOS: dict[str, AlgoSpec] = {
     "sac": AlgoSpec("sac", "sb3", "agents.sac:DiscreteSAC", SACConfig, (spaces.Discrete, spaces.MultiDiscrete)),
     "dqn": AlgoSpec("dqn", "sb3", "agents.dqn:MaskedDQN", DQNConfig, (spaces.Discrete,)),
     "ppo_mask": AlgoSpec("ppo_mask", "sb3", "sb3_contrib:MaskablePPO", MaskablePPOConfig,
-                         (spaces.Discrete, spaces.MultiDiscrete), needs_action_masks_method=True),
+                         (spaces.Discrete, spaces.MultiDiscrete), needs_action_masks_method=True,
+                         masks_optional_for=(spaces.MultiDiscrete,)),
     "corais": AlgoSpec("corais", "custom", "agents.corais.trainer:train", "agents.corais.trainer:TrainConfig", None,
                        loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0", "CoRaiS-v1")),
     "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", "agents.uec.trainer:TrainConfig", None,
@@ -385,7 +389,7 @@ def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any] | None, key: str = "
 def check_action_space(spec: AlgoSpec, action_space: spaces.Space, env_id: str, has_masks_method: bool) -> None:
     """Fail at once when the algorithm cannot act in this env, naming the algorithms that can."""
     fits = spec.action_spaces is None or isinstance(action_space, spec.action_spaces)
-    if fits and spec.needs_action_masks_method and not has_masks_method:
+    if fits and not has_masks_method and needs_masks(spec, action_space):
         fits = False
     if fits:
         return
@@ -393,15 +397,31 @@ def check_action_space(spec: AlgoSpec, action_space: spaces.Space, env_id: str, 
         name for name, other in ALGOS.items()
         if (other.env_ids is None or env_id in other.env_ids) and (other.action_spaces is None or (
             isinstance(action_space, other.action_spaces)
-            and (has_masks_method or not other.needs_action_masks_method)
+            and (has_masks_method or not needs_masks(other, action_space))
         ))
     ]
     raise ValueError(
         f"algo={spec.name} does not fit {env_id}: its action space is {action_space}, and {spec.name} "
         f"accepts {[s.__name__ for s in spec.action_spaces or ()]}"
-        f"{' with an action_masks() method' if spec.needs_action_masks_method else ''}; "
+        f"{' with an action_masks() method' if needs_masks(spec, action_space) else ''}; "
         f"algos that fit {env_id}: {valid}"
     )
+
+
+def needs_masks(spec: AlgoSpec, action_space: spaces.Space) -> bool:
+    """Whether ``spec`` trains on ``action_space`` only with an env ``action_masks()`` method."""
+    return spec.needs_action_masks_method and not isinstance(action_space, spec.masks_optional_for)
+
+
+#: SB3 policy names an ``algo.policy=auto`` resolves to, by observation space
+AUTO_POLICY = "auto"
+
+
+def resolve_policy_name(policy: str, observation_space: spaces.Space) -> str:
+    """``auto`` → ``MultiInputPolicy`` for a Dict observation space, else ``MlpPolicy``; other names unchanged."""
+    if policy != AUTO_POLICY:
+        return policy
+    return "MultiInputPolicy" if isinstance(observation_space, spaces.Dict) else "MlpPolicy"
 
 
 #: Network-size presets for ``policy_kwargs.net_arch`` (hidden layers of actor and critics), e.g.

@@ -87,6 +87,8 @@ class GymnasiumVectorToSB3(VecEnv):
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         getter = getattr(self.venv, "get_attr", None)
         if attr_name == "action_masks":  # a bound method per env, reading the batched mask
+            if not callable(getattr(self.venv, "action_masks", None)):  # e.g. OINC, CoRaiS: no masks
+                raise AttributeError(f"{type(self.venv).__name__} has no action_masks()")
             return [_MaskOf(self.venv, i) for i in self._get_indices(indices)]
         if getter is not None:
             values = getter(attr_name)
@@ -99,7 +101,7 @@ class GymnasiumVectorToSB3(VecEnv):
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        if method_name == "action_masks":
+        if method_name == "action_masks" and self.has_attr("action_masks"):
             masks = self.venv.action_masks()
             return [masks[i] for i in self._get_indices(indices)]
         raise NotImplementedError(f"env_method({method_name!r}) is not supported; supported: ['action_masks']")

@@ -7,6 +7,9 @@
     python -m benchmarks.training_speed baseline=09c51b6 "cases=[uec-v0:sac]" label=same-network \
         'new_extra=["+algo.policy_kwargs.head=null","algo.policy_kwargs.net_arch=[128,128]","algo.update_ratio=null",\
         "algo.learning_rate=3e-4","algo.target_entropy_ratio=0.6"]'   # this code with UEC's old SAC settings
+    python -m benchmarks.training_speed "cases=[uec-v0:sac,uec-v0:ppo_mask@64,oinc-v0:sac,oinc-v0:ppo_mask@64,\
+        aset-v1:dqn,aset-v1:ppo_mask@64,corais-v1:ppo_mask,corais-v1:ppo_mask@64]"
+        # the batched trainer (MaskablePPO on 64 native envs) against each env's one-env learner, in one run
     python -m benchmarks.training_speed -h                          # every key
 
 Each measurement runs in a fresh process (``python -c``) whose working directory is this checkout or, for
@@ -15,8 +18,13 @@ same script, alternately (``rounds``), under the same load. A measurement builds
 ``train.py`` does (its ``prepare`` with ``env=<env> algo=<algo>`` and the ``extra`` overrides), learns
 ``warmup`` env steps (the warm-up fills the replay buffer), then times ``measure`` more env steps of
 learning; in the same process it times a uniformly random feasible policy on the same env. The ratio
-learner/random says how much of training is the learner. Rows go to ``outputs/benchmarks/performance.csv``
-(``publish=true``: the checked-in ``results/benchmarks/performance.csv`` and docs/performance.md).
+learner/random says how much of training is the learner. A case ``<env>:<algo>@<N>`` trains on ``N`` envs of
+the env's native batched VectorEnv (``n_envs=N vec_env=native``; needs this checkout's train.py API, so not with
+``baseline=`` of an older commit); its random policy steps the same batched env, and each such case is also
+compared with the first plain ``<env>:<algo>`` case of its env (a ``... vs <case>`` row). On-policy learners are
+timed over whole rollouts (at least ``rollouts``), and the rate counts the env steps actually learned. Rows go to
+``outputs/benchmarks/performance.csv`` (``publish=true``: the checked-in ``results/benchmarks/performance.csv`` and
+docs/performance.md).
 Timings are machine-dependent: quote the ratios, measured in one run.
 """
 
@@ -35,7 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Runs in the measured tree (cwd); uses only API that exists at older commits too (train.prepare/make_env).
+#: Runs in the measured tree (cwd); a plain case uses only API that exists at older commits too
+#: (train.prepare/make_env); an ``@N`` case (``n_envs`` > 0) needs train.make_native_vec_env and build_sb3_model.
 WORKER = r"""
 import json, sys, time
 import numpy as np, torch
@@ -54,41 +63,77 @@ env = train.make_env(prep.env)
 mask_dim = infer_mask_dim(env, prep.algo.get("mask", "auto"))
 cls = prep.spec.load_target()
 algo = dict(prep.algo)
-kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy", "policy_kwargs")}
-if "mask_dim" in cls.__init__.__code__.co_varnames:
-    kwargs["mask_dim"] = mask_dim
-try:
-    policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {}, env)
-except TypeError:  # older commits: no env argument
-    policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {})
-model = cls(algo["policy"], env, seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs)
+n_envs = args["n_envs"]
+if n_envs:  # env:algo@N: the native batched vector env, the model as train.py builds it
+    train.fast_distributions() if train.is_maskable_ppo(cls) else None
+    venv = train.make_native_vec_env(prep.env, n_envs, 0)
+    model = train.build_sb3_model(cls, algo, venv, env, mask_dim, seed=0, device="cpu")
+elif hasattr(train, "build_sb3_model"):  # one env, the model as train.py builds it (policy=auto, batch cap)
+    train.fast_distributions() if train.is_maskable_ppo(cls) else None
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+    model = train.build_sb3_model(cls, algo, DummyVecEnv([lambda: Monitor(env)]), env, mask_dim, seed=0, device="cpu")
+else:  # older commits
+    kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy", "policy_kwargs")}
+    if "mask_dim" in cls.__init__.__code__.co_varnames:
+        kwargs["mask_dim"] = mask_dim
+    try:
+        policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {}, env)
+    except TypeError:  # older commits: no env argument
+        policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {})
+    model = cls(algo["policy"], env, seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs)
+learn = train.learn_kwargs(model) if hasattr(train, "learn_kwargs") else {}
 model.set_logger(configure(None, []))
-model.learn(args["warmup"])
-start, cpu = time.perf_counter(), time.process_time()
-model.learn(args["measure"], reset_num_timesteps=False)
+rollout = getattr(model, "n_steps", 0) * model.n_envs if hasattr(model, "rollout_buffer") else 0
+warmup, measure = args["warmup"], args["measure"]
+if rollout:  # on-policy: whole rollouts (learn() always finishes one), at least args["rollouts"] of them timed
+    warmup = -(-warmup // rollout) * rollout
+    measure = max(-(-measure // rollout), args["rollouts"]) * rollout
+model.learn(warmup, **learn)
+done, start, cpu = model.num_timesteps, time.perf_counter(), time.process_time()
+model.learn(measure, reset_num_timesteps=False, **learn)
 learn_wall, learn_cpu = time.perf_counter() - start, time.process_time() - cpu
+measured = model.num_timesteps - done
 
 rng = np.random.default_rng(0)
-obs, info = env.reset(seed=0)
+space = env.action_space
 def random_action(info):
     mask = info.get("action_mask")
     if mask is None:
-        return env.action_space.sample()
+        return space.sample()
     mask = np.asarray(mask, dtype=bool)
-    if mask.ndim == 1 and env.action_space.shape == ():
+    if mask.ndim == 1 and space.shape == ():
         return int(rng.choice(np.flatnonzero(mask)))
-    return env.action_space.sample(mask=tuple(m.astype(np.int8) for m in np.split(mask, np.cumsum(env.action_space.nvec)[:-1])))
+    return space.sample(mask=tuple(m.astype(np.int8) for m in np.split(mask, np.cumsum(space.nvec)[:-1])))
 steps, start = 0, time.perf_counter()
-while time.perf_counter() - start < args["random_seconds"]:
-    obs, reward, terminated, truncated, info = env.step(random_action(info))
-    steps += 1
-    if terminated or truncated:
-        obs, info = env.reset()
+if n_envs:  # the same SB3 view of the batched env under a uniformly random feasible policy
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    masked = is_masking_supported(venv) and space.shape == ()
+    venv.seed(0)
+    venv.reset()
+    while time.perf_counter() - start < args["random_seconds"]:
+        if masked:
+            actions = (rng.random((n_envs, space.n)) * get_action_masks(venv)).argmax(axis=1)
+        elif space.shape == ():
+            actions = rng.integers(0, space.n, n_envs)
+        else:
+            actions = rng.integers(0, space.nvec, (n_envs, len(space.nvec)))
+        venv.step(actions)
+        steps += n_envs
+else:
+    obs, info = env.reset(seed=0)
+    while time.perf_counter() - start < args["random_seconds"]:
+        obs, reward, terminated, truncated, info = env.step(random_action(info))
+        steps += 1
+        if terminated or truncated:
+            obs, info = env.reset()
 random_rate = steps / (time.perf_counter() - start)
-print("RESULT " + json.dumps({"train_rate": args["measure"] / learn_wall, "train_cpu_rate": args["measure"] / learn_cpu,
+print("RESULT " + json.dumps({"train_rate": measured / learn_wall, "train_cpu_rate": measured / learn_cpu,
                              "random_rate": random_rate, "learner": f"{cls.__module__}.{cls.__name__}",
                              "train_freq": str(getattr(model, "train_freq", "")),
-                             "gradient_steps": getattr(model, "gradient_steps", "")}))
+                             "gradient_steps": getattr(model, "gradient_steps", ""),
+                             "n_steps": getattr(model, "n_steps", ""), "batch_size": getattr(model, "batch_size", ""),
+                             "n_epochs": getattr(model, "n_epochs", ""), "measured_steps": measured}))
 """
 
 #: (env config, algo, extra overrides) measured by default: the learners each env's docs train.
@@ -97,7 +142,7 @@ DEFAULT_CASES: tuple[str, ...] = ("uec-v0:sac", "uec-v0:dqn", "oinc-v0:sac", "as
 
 @dataclass
 class Options:
-    cases: list[str] = field(default_factory=lambda: list(DEFAULT_CASES))  # env:algo pairs
+    cases: list[str] = field(default_factory=lambda: list(DEFAULT_CASES))  # env:algo, or env:algo@N (N native envs)
     extra: list[str] = field(default_factory=list)  # train.py overrides for every case, e.g. [algo.batch_size=64]
     baseline: str = ""  # a commit to measure against in the same run (a temporary git worktree)
     baseline_extra: list[str] = field(default_factory=list)  # overrides for the baseline tree only
@@ -107,6 +152,7 @@ class Options:
     measure: int = 1500  # env steps timed
     random_seconds: float = 2.0  # seconds of the random policy, per measurement
     rounds: int = 2  # alternations old/new; the median rate is reported
+    rollouts: int = 3  # on-policy learners (PPO): at least this many whole rollouts timed (warmup: whole rollouts)
     quality: bool = False  # also run train.py to the end at both commits (final reward, wall time)
     seeds: list[int] = field(default_factory=lambda: [0, 1])  # quality runs' training seeds
     steps: int = 0  # quality runs' env steps (0: the algo's default budget)
@@ -115,18 +161,36 @@ class Options:
 
     def __post_init__(self) -> None:
         for case in self.cases:
-            if case.count(":") != 1:
-                raise ValueError(f"cases entry {case!r} is invalid: expected <env config>:<algo>, e.g. uec-v0:sac")
+            parse_case(case)
+        if self.rollouts < 1:
+            raise ValueError(f"rollouts={self.rollouts} is invalid: expected an integer >= 1")
         if self.warmup < 1 or self.measure < 1 or self.rounds < 1 or self.random_seconds <= 0 or self.steps < 0:
             raise ValueError(f"warmup={self.warmup}, measure={self.measure}, rounds={self.rounds}, "
                              f"random_seconds={self.random_seconds}, steps={self.steps}: expected warmup, measure, "
                              "rounds >= 1, random_seconds > 0, steps >= 0")
 
 
-def measure_once(tree: Path, env: str, algo: str, extra: list[str], args: Options) -> dict:
-    """One worker process in ``tree``: training and random env-steps/s."""
-    payload = json.dumps({"env": env, "algo": algo, "extra": extra, "warmup": args.warmup,
-                          "measure": args.measure, "random_seconds": args.random_seconds})
+def parse_case(case: str) -> tuple[str, str, int]:
+    """``env:algo`` → (env, algo, 0); ``env:algo@N`` → (env, algo, N): N envs of the env's native batched VectorEnv
+    (``n_envs=N vec_env=native``). Raises ValueError naming the expected form."""
+    env, sep, rest = case.partition(":")
+    algo, at, count = rest.partition("@")
+    if not sep or not env or not algo or ":" in rest or (at and not (count.isdigit() and int(count) >= 1)):
+        raise ValueError(f"cases entry {case!r} is invalid: expected <env config>:<algo> or <env config>:<algo>@<n_envs>, "
+                         "e.g. uec-v0:sac or uec-v0:ppo_mask@64")
+    return env, algo, int(count) if at else 0
+
+
+def case_extra(n_envs: int) -> list[str]:
+    """train.py overrides of a case: ``n_envs=N vec_env=native`` for ``@N``."""
+    return [f"n_envs={n_envs}", "vec_env=native"] if n_envs else []
+
+
+def measure_once(tree: Path, env: str, algo: str, extra: list[str], args: Options, n_envs: int = 0) -> dict:
+    """One worker process in ``tree``: training and random env-steps/s (``n_envs`` > 0: the native vector env)."""
+    payload = json.dumps({"env": env, "algo": algo, "extra": [*extra, *case_extra(n_envs)], "warmup": args.warmup,
+                          "measure": args.measure, "random_seconds": args.random_seconds, "n_envs": n_envs,
+                          "rollouts": args.rollouts})
     proc = subprocess.run([sys.executable, "-c", WORKER, payload], cwd=tree, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(tree)})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -157,6 +221,22 @@ def quality_run(tree: Path, env: str, algo: str, extra: list[str], seed: int, st
             "ratio": float(last["ratio_to_reference"]) if last.get("ratio_to_reference") else float("nan")}
 
 
+def batched_speedups(cases: Sequence[str], rates: dict[str, float]) -> list[dict]:
+    """Each ``env:algo@N`` case against the first plain ``env:<algo>`` case of the same env (one env at a time, the
+    env's SB3 learner of today): printed and returned as rows."""
+    rows = []
+    for case in cases:
+        env, algo, n_envs = parse_case(case)
+        single = next((c for c in cases if parse_case(c)[0] == env and not parse_case(c)[2]), None)
+        if not n_envs or single is None or case not in rates or single not in rates:
+            continue
+        ratio = rates[case] / rates[single]
+        print(f"{env:12s} {algo}@{n_envs} {rates[case]:9.1f} env-steps/s vs {single} {rates[single]:8.1f}: {ratio:.2f}x")
+        rows.append({"quantity": f"{case} training env-steps/s vs {single}", "value": ratio, "unit": "x",
+                     "ratio_to": single, "ratio": ratio})
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from agents.cli import run_cli
 
@@ -172,19 +252,24 @@ def _main(args: Options) -> None:
                        capture_output=True)
         trees = {"old": worktree, "new": ROOT}
     rows: list[dict] = []
+    new_rates: dict[str, float] = {}  # case -> this checkout's training env-steps/s (the batched-vs-single rows)
     try:
         for case in args.cases:
-            env, algo = case.split(":")
+            env, algo, n_envs = parse_case(case)
             rates: dict[str, list[dict]] = {label: [] for label in trees}
             for _ in range(args.rounds):
                 for label, tree in trees.items():
                     extra = [*args.extra, *(args.baseline_extra if label == "old" else args.new_extra)]
-                    rates[label].append(measure_once(tree, env, algo, extra, args))
+                    rates[label].append(measure_once(tree, env, algo, extra, args, n_envs))
             summary = {label: {key: statistics.median(r[key] for r in results)
                                for key in ("train_rate", "train_cpu_rate", "random_rate")}
                        for label, results in rates.items()}
+            new_rates[case] = summary["new"]["train_rate"]
             for label, s in summary.items():
-                schedule = f"train_freq {rates[label][0]['train_freq']}, gradient_steps {rates[label][0]['gradient_steps']}"
+                first = rates[label][0]
+                schedule = (f"n_steps {first['n_steps']} x {n_envs or 1} envs, batch_size {first['batch_size']}, n_epochs "
+                            f"{first['n_epochs']}" if first.get("n_steps") not in (None, "") and not first.get("train_freq")
+                            else f"train_freq {first['train_freq']}, gradient_steps {first['gradient_steps']}")
                 print(f"{case:16s} {label:3s}  training {s['train_rate']:8.1f} env-steps/s "
                       f"(CPU {s['train_cpu_rate']:8.1f})   random policy {s['random_rate']:9.1f} env-steps/s   "
                       f"learner/random {s['train_rate'] / s['random_rate']:.4f}   [{schedule}]")
@@ -201,7 +286,8 @@ def _main(args: Options) -> None:
                     for seed in args.seeds:
                         for label, tree in trees.items():
                             extra = [*args.extra, *(args.baseline_extra if label == "old" else args.new_extra)]
-                            q = quality_run(tree, env, algo, extra, seed, args.steps, Path(out) / label)
+                            q = quality_run(tree, env, algo, [*extra, *case_extra(n_envs)], seed, args.steps,
+                                            Path(out) / label)
                             print(f"{case:16s} {label:3s} seed {seed}: train.py wall {q['wall']:7.1f} s, final "
                                   f"mean reward {q['mean_reward']:.4f}, ratio to reference {q['ratio']:.4f}")
                             rows.append({"quantity": f"{case} seed {seed} train.py wall ({label} code)",
@@ -209,6 +295,7 @@ def _main(args: Options) -> None:
                             rows.append({"quantity": f"{case} seed {seed} final mean reward ({label} code)",
                                          "value": q["mean_reward"], "unit": "reward", "ratio_to": "reference policy",
                                          "ratio": q["ratio"]})
+        rows += batched_speedups(args.cases, new_rates)
     finally:
         if worktree is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)

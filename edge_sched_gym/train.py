@@ -3,6 +3,7 @@
     python train.py env=uec-v0 algo=sac                 # the default budget (algo.default_steps)
     python train.py env=uec-v0 algo=dqn steps=50000 seed=1 n_envs=2 out=runs device=cpu
     python train.py env=uec-v0 algo=rescue              # evaluate RESCUE, log it like a run
+    python train.py env=oinc-v0 algo=ppo_mask n_envs=64 vec_env=native   # batched MaskablePPO, on any env
     python train.py env=oinc-v0 +experiment=oinc_sac_paper   # a paper preset (edge_sched_gym/conf/experiment/)
     python train.py -m env=uec-v0 algo=sac seed=0,1,2   # a sweep, one job after the other
     python train.py -m seed=0,1 hydra/launcher=joblib   # jobs in parallel processes (hydra-joblib-launcher)
@@ -49,10 +50,13 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+# re-exported: benchmarks/training_speed's worker reads them as train.<name>
+from agents.ppo import fast_distributions, is_maskable_ppo, learn_kwargs, speed_up_policy
 from agents.registry import COUNT, NATURAL, SEED, Rule, check_ranges, check_writable_folder, register_configs
 from edge_sched_gym import CONF_DIR
 
@@ -287,7 +291,7 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
     from gymnasium import spaces as gym_spaces
 
     from agents.masking import infer_mask_dim
-    from agents.registry import check_action_space
+    from agents.registry import AUTO_POLICY, check_action_space, resolve_policy_name
 
     env = make_env(prepared.env)
     has_masks = callable(getattr(env.unwrapped, "action_masks", None))
@@ -296,6 +300,9 @@ def check_fit(prepared: Prepared) -> tuple[Any, int]:
         env.close()
         raise ValueError(f"algo={prepared.spec.name} trains only on {list(prepared.spec.env_ids)}, "
                          f"not on {prepared.env['id']}")
+    if prepared.spec.kind == "sb3" and prepared.algo.get("policy") == AUTO_POLICY:  # saved resolved in config.yaml
+        prepared.algo["policy"] = resolve_policy_name(AUTO_POLICY, env.observation_space)
+        prepared.cfg.algo.policy = prepared.algo["policy"]
     policy = str(prepared.algo.get("policy", ""))
     if prepared.spec.kind == "sb3" and policy in ("MlpPolicy", "CnnPolicy") and isinstance(env.observation_space, gym_spaces.Dict):
         from agents.registry import ALGOS
@@ -548,7 +555,6 @@ def _buffer_problem(path: Path) -> str | None:
     """Why a saved replay buffer cannot be read back (None when every array reads), without unpickling."""
     import zipfile
 
-    import numpy as np
 
     try:
         with np.load(path, allow_pickle=False) as archive:
@@ -730,11 +736,11 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         replay_buffer_file,
         save_sb3_model,
     )
-    from agents.registry import resolve_policy_kwargs
-
     top, spec, algo = prepared.cfg, prepared.spec, dict(prepared.algo)
     cls = spec.load_target()
     off_policy = issubclass(cls, OffPolicyAlgorithm)
+    if is_maskable_ppo(cls):
+        fast_distributions()
     n_envs = int(top.n_envs)
     start = resume.start_step if resume is not None else 0
     interrupt = GracefulInterrupt()
@@ -749,6 +755,8 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
                                 vec_env_cls=vec_cls)
         if resume is not None and resume.checkpoint is not None:
             model = load_sb3_model(resume.checkpoint, cls, env=venv, algo_cfg=algo, device=str(top.device))
+            if is_maskable_ppo(cls):
+                speed_up_policy(model)
             if off_policy and resume.buffer is not None:
                 load_replay_buffer(model.replay_buffer, resume.buffer)
                 log.info("replay buffer of %d transitions loaded from %s", model.replay_buffer.size(), resume.buffer.name)
@@ -761,12 +769,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
                     log.warning("moved %d rows of %s past step %d (the checkpoint resumed from) to %s", moved, name,
                                 start, f"{Path(name).stem}.superseded.csv")
         else:
-            kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy",
-                                                                 "policy_kwargs")}
-            if "mask_dim" in cls.__init__.__code__.co_varnames:
-                kwargs["mask_dim"] = mask_dim
-            model = cls(algo["policy"], venv, seed=int(top.seed), device=str(top.device), verbose=0,
-                        policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}, eval_env), **kwargs)
+            model = build_sb3_model(cls, algo, venv, eval_env, mask_dim, seed=int(top.seed), device=str(top.device))
         logger = configure_logger(run_dir, resume=resume is not None)
         model.set_logger(logger)
         logger.record("hparams", HParam(_hparams(prepared), {"eval/mean_reward": 0.0}),
@@ -791,7 +794,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         ])
         state.started = True
         model.learn(total_timesteps=prepared.steps - start, callback=callbacks, log_interval=1,
-                    progress_bar=bool(top.progress), reset_num_timesteps=resume is None)
+                    progress_bar=bool(top.progress), reset_num_timesteps=resume is None, **learn_kwargs(model))
         saved = []
         prefix = "model_interrupted" if interrupt.requested else "model"
         checkpoint = run_dir / "checkpoints" / f"{prefix}_{model.num_timesteps}_steps.zip"
@@ -810,6 +813,31 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
             state.signum = interrupt.signum
             state.saved_message = f"stopped at step {model.num_timesteps}, saved {', '.join(saved)} in {run_dir}"
             log.warning("%s", state.saved_message)
+
+
+def build_sb3_model(cls: type, algo: dict[str, Any], venv: Any, env: Any, mask_dim: int, *, seed: int,
+                    device: str) -> Any:
+    """A fresh SB3 model of ``cls`` from an algo config, as train.py builds it (``env``: one single env, for the
+    policy kwargs). MaskablePPO: ``policy=auto`` picks MultiInputPolicy for a Dict observation, and
+    ``batch_size`` is capped at the rollout's ``n_steps x n_envs`` (the defaults are sized for 64 envs)."""
+    from agents.registry import resolve_policy_kwargs, resolve_policy_name
+
+    kwargs = {k: v for k, v in algo.items() if k not in ("name", "kind", "default_steps", "mask", "policy",
+                                                         "policy_kwargs")}
+    if "mask_dim" in cls.__init__.__code__.co_varnames:
+        kwargs["mask_dim"] = mask_dim
+    if is_maskable_ppo(cls) and "n_steps" in kwargs and "batch_size" in kwargs:
+        rollout = int(kwargs["n_steps"]) * int(venv.num_envs)
+        if kwargs["batch_size"] > rollout:
+            log.info("algo.batch_size=%d exceeds the rollout of n_steps x n_envs = %d transitions: using %d",
+                     kwargs["batch_size"], rollout, rollout)
+            kwargs["batch_size"] = rollout
+    policy = resolve_policy_name(str(algo["policy"]), venv.observation_space)
+    model = cls(policy, venv, seed=seed, device=device, verbose=0,
+                policy_kwargs=resolve_policy_kwargs(algo.get("policy_kwargs") or {}, env), **kwargs)
+    if is_maskable_ppo(cls):
+        speed_up_policy(model)
+    return model
 
 
 # --------------------------------------------------------------------------------------------------

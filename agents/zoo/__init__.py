@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import envs  # noqa: F401  (registers the ids, as --gym-packages expects)
+from agents.ppo import fast_distributions
 
 #: the folder of the shipped rl-zoo3 hyperparameter files, one ``<algo>.yml`` per algorithm
 HYPERPARAMS_DIR = Path(__file__).resolve().parent / "hyperparams"
@@ -45,13 +46,7 @@ EXTRA_ALGOS: dict[str, str] = {
 ZOO_ALGO: dict[str, str] = {"sac": "sac_d", "dqn": "dqn_mask", "ppo_mask": "ppo_mask"}
 
 
-def _fast_distributions() -> None:
-    import torch
-
-    torch.distributions.Distribution.set_default_validate_args(False)
-
-
-_fast_distributions()
+fast_distributions()
 
 
 def hyperparams_file(algo: str) -> Path:
