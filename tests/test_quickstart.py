@@ -28,6 +28,8 @@ EVALUATE_TINY = ["instances=1", "episodes=1", "progress=false"]
 TINY: dict[tuple[str, str], list[str]] = {
     ("train.py", "env=uec-v0"): TRAIN_TINY,
     ("train.py", "env=aset-v1"): [*TRAIN_TINY, "env.kwargs.horizon=20"],
+    ("train.py", "algo=ppo_mask"): ["steps=512", "n_envs=4", "eval.episodes=1", "eval.freq=256", "checkpoint_freq=256",
+                                    "eval.reference=false", "eval.bound=false", "progress=false"],
     ("evaluate.py", "env=uec-v0"): EVALUATE_TINY,
     ("evaluate.py", "experiment=rescue_fig7"): [
         *EVALUATE_TINY, "policies=[rescue,random]",
