@@ -130,8 +130,10 @@ PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 _PRETRAINED_TOKEN = re.compile(r"pretrained:([A-Za-z0-9_.-]+)")
 
 
-#: The files of one shipped agent's folder (agents/pretrained/<name>/).
-PRETRAINED_FILES = ("config.yaml", "model.zip", "provenance.yaml")
+#: The files of one shipped agent's folder (agents/pretrained/<name>/), besides its model.
+PRETRAINED_FILES = ("config.yaml", "provenance.yaml")
+#: The model file of a shipped agent: an SB3 archive (sac, dqn, ppo_mask) or a custom trainer's tensors-only file.
+PRETRAINED_MODELS = ("model.zip", "model.pt")
 
 
 def pretrained_agents() -> dict[str, dict[str, Any]]:
@@ -141,6 +143,8 @@ def pretrained_agents() -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for folder in sorted(p for p in PRETRAINED_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
         missing = [name for name in PRETRAINED_FILES if not (folder / name).is_file()]
+        if not any((folder / name).is_file() for name in PRETRAINED_MODELS):
+            missing.append(" or ".join(PRETRAINED_MODELS))
         if missing:  # e.g. a wheel built without the package data: say so rather than list no agents
             raise ModelFileError(f"the shipped agent {folder.name!r} lacks {', '.join(missing)} in {folder}: the "
                                  "installation is incomplete; reinstall edge-sched-gym (a wheel must carry "

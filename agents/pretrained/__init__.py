@@ -106,7 +106,7 @@ def slim_model(source: Path, target: Path, algo: str) -> None:
 class ShipConfig:
     name: str = ""  # folder name under agents/pretrained/, e.g. uec-v0-sac
     run: str = ""  # a finished training run folder (config.yaml + model.zip)
-    model: str = "model.zip"  # the model file inside the run, e.g. checkpoints/model_200000_steps.zip
+    model: str = "model.zip"  # the model file inside the run, e.g. checkpoints/model_200000_steps.zip (custom: model.pt)
     command: str = ""  # the command that trained it (default: from the run's config)
     note: str = ""
 
@@ -123,17 +123,25 @@ def ship(cfg: ShipConfig) -> Path:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", cfg.name or ""):
         raise ValueError(f"name={cfg.name!r} is invalid: letters, digits, '.', '_' and '-' only")
     run = Path(cfg.run)
-    if not (run / "config.yaml").is_file() or not (run / cfg.model).is_file():
+    if not (run / "config.yaml").is_file():
         raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and {cfg.model})")
     config = OmegaConf.load(run / "config.yaml")
     algo = str(config.algo.name)
+    custom = loading.get_spec(config.algo).kind == "custom"  # a custom trainer's model.pt: tensors only, copied
+    if custom and not cfg.model.endswith(".pt"):
+        raise ValueError(f"model={cfg.model!r} is invalid for algo {algo}: its runs save a .pt file (e.g. model.pt)")
+    if not (run / cfg.model).is_file():
+        raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and {cfg.model})")
     target = loading.PRETRAINED_DIR / cfg.name
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     try:
         shutil.copy(run / "config.yaml", target / "config.yaml")
-        slim_model(run / cfg.model, target / "model.zip", algo)
+        if custom:
+            shutil.copy(run / cfg.model, target / "model.pt")
+        else:
+            slim_model(run / cfg.model, target / "model.zip", algo)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise

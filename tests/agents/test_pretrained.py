@@ -126,3 +126,28 @@ def test_pretrained__an_incomplete_installation_is_an_error_not_an_empty_list(tm
     (tmp_path / "uec-v0-sac" / "provenance.yaml").write_text("env_id: UEC-v0\n")
     with pytest.raises(loading.ModelFileError, match=r"'uec-v0-sac' lacks config\.yaml, model\.zip"):
         pretrained.available()
+
+
+def test_pretrained__a_custom_trainer_run_ships_its_tensors_file_and_acts_as_the_run(tmp_path, monkeypatch):
+    """A corais_uec run (custom trainer, model.pt) ships as is and loads by name, acting exactly as its run."""
+    from hydra import compose, initialize_config_dir
+
+    from edge_sched_gym import train
+    from offline.protocol import run_episode
+
+    overrides = ["env=uec-v0", "algo=corais_uec", "env.kwargs.scenario=tiny", "steps=200", f"out={tmp_path / 'runs'}",
+                 "algo.seeds_per_batch=2", "algo.samples=2", "algo.eval_every=100", "algo.eval_episodes=1",
+                 "algo.model.embed_dim=8", "algo.model.heads=2", "progress=false"]
+    with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
+        run_dir = train.run(compose("config", overrides=overrides), overrides=overrides)
+    monkeypatch.setattr(loading, "PRETRAINED_DIR", tmp_path / "pretrained")
+    (tmp_path / "pretrained").mkdir()
+    with pytest.raises(ValueError, match=r"model='model.zip' is invalid for algo corais_uec"):
+        pretrained.ship(pretrained.ShipConfig(name="uec-tiny", run=str(run_dir)))
+    folder = pretrained.ship(pretrained.ShipConfig(name="uec-tiny", run=str(run_dir), model="model.pt"))
+    assert sorted(p.name for p in folder.iterdir()) == ["config.yaml", "model.pt", "provenance.yaml"]
+    assert list(pretrained.available()) == ["uec-tiny"]
+    env = gym.make("UEC-v0", scenario="tiny")
+    ours, run = pretrained.load("uec-tiny", env), load_run_policy(run_dir, env)
+    assert [run_episode(env, ours, seed=s).total_reward for s in range(3)] == \
+        [run_episode(env, run, seed=s).total_reward for s in range(3)]
