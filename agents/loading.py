@@ -327,8 +327,9 @@ def load_run_policy(
     spec = get_spec(cfg.algo)
     if spec.kind == "reference":
         return offline_registry.make_policy(str(cfg.env.id), str(cfg.algo.policy), env, **kwargs)
-    if spec.kind == "custom":
-        return import_path(str(spec.loader))(run_dir, env, **kwargs)
+    if spec.kind == "custom":  # contract 5 loaders take the checkpoint (a model file inside the run) as a keyword
+        return import_path(str(spec.loader))(run_dir, env, **({"checkpoint": checkpoint} if checkpoint else {}),
+                                             **kwargs)
     model_file = run_dir / (checkpoint or MODEL_FILE)
     if not model_file.is_file():
         raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")

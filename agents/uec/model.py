@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,6 +23,8 @@ from torch import nn
 
 from envs.uec.env import ObservationLayout
 
+#: The env the UEC dispatchers act on.
+ENV_ID = "UEC-v0"
 TOKEN_FEATURES = 10
 
 
@@ -111,6 +115,14 @@ def masked_log_probs(model: UECAttentionNet, obs: np.ndarray | torch.Tensor) -> 
     """log π(·|obs) for a batch of flat observations (infeasible actions get -inf)."""
     obs_t = torch.as_tensor(np.asarray(obs, dtype=np.float32)) if not torch.is_tensor(obs) else obs
     return torch.log_softmax(model(obs_t), dim=-1)
+
+
+def save_model(path: Path, model: nn.Module, **meta: Any) -> Path:
+    """Save a dispatcher (its ``cfg.to_dict()``, state dict and ``meta``) as a tensors-and-plain-values file that
+    ``torch.load(weights_only=True)`` reads back (agents.uec.trainer.load_model)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta}, path)
+    return path
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -26,10 +26,17 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents.uec.model import UECAttentionNet, UECModelConfig, config_for_layout, count_parameters
+from agents.uec.model import (
+    ENV_ID,
+    UECAttentionNet,
+    UECModelConfig,
+    config_for_layout,
+    count_parameters,
+    save_model,
+)
+from agents.uec.prior import PriorModelConfig, PriorNet, PriorPolicy, train_prior
 
 MODEL_FILE = "model.pt"
-ENV_ID = "UEC-v0"
 
 
 @dataclass
@@ -45,7 +52,7 @@ class NetSizes:
 
 @dataclass
 class TrainConfig:
-    """The schema of conf/algo/corais_uec.yaml (Hydra ConfigStore ``algo/corais_uec_schema``)."""
+    """The schema of edge_sched_gym/conf/algo/corais_uec.yaml (Hydra ConfigStore ``algo/corais_uec_schema``)."""
 
     name: str = "corais_uec"
     kind: str = "custom"
@@ -63,6 +70,21 @@ class TrainConfig:
     checkpoint_every: int = 200  # batches
     threads: int = 1
     model: NetSizes = field(default_factory=NetSizes)  # a plain dict after from_dict
+    # prior != "none": train agents.uec.prior's PriorNet instead (the heuristic's score + a learnt correction)
+    prior: str = "none"  # none | lp_bid_price | value_bid_price | opportunity_greedy
+    prior_temperature: float = 0.3  # initial 1/alpha of the prior's logits (profit units per nat)
+    prior_hidden: int = 64
+    prior_layers: int = 2
+    train_instances: int = 0  # pool of extra training instances (instance seeds instance_pool_base..)
+    instance_pool_base: int = 10_000  # disjoint from offline.partition's 0, 100..199 and 900..909
+    fixed_instance_share: float = 0.5  # share of seed groups on the env's own instance when the pool is used
+    prior_method: str = "reinforce"  # reinforce | rollout_q (approximate policy iteration on the heuristic's Q)
+    q_rounds: int = 1  # rollout_q: collect / fit rounds within max_minutes
+    collect_fraction: float = 0.6  # rollout_q: share of each round spent collecting Q of the heuristic
+    explore: float = 0.1  # rollout_q: probability of a random allowed action while collecting
+    state_prob: float = 0.5  # rollout_q: share of the decisions whose action values are estimated
+    q_batch: int = 256  # rollout_q: states per gradient step
+    prior_init: str = ""  # a PriorNet model file to start from (e.g. a rollout_q run's model.pt); "" = the heuristic
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
@@ -70,7 +92,7 @@ class TrainConfig:
         from omegaconf import OmegaConf
         from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a conf/algo YAML read as plain YAML
+        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a edge_sched_gym/conf/algo YAML read as plain YAML
         try:
             data = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls), cfg), resolve=True)
         except OmegaConfBaseException as err:
@@ -85,6 +107,31 @@ class TrainConfig:
             raise ValueError(f"algo.samples={out.samples} is invalid: the baseline needs >= 2 rollouts per seed")
         if out.eval_seed < 0:
             raise ValueError(f"algo.eval_seed={out.eval_seed} is invalid: expected an integer >= 0")
+        if out.prior != "none":
+            from agents.uec.prior import PRIORS
+
+            if out.prior not in PRIORS:
+                raise ValueError(f"algo.prior={out.prior!r} is invalid: expected none or one of {list(PRIORS)}")
+        if not out.prior_temperature > 0 or out.prior_hidden < 1 or out.prior_layers < 1 or out.train_instances < 0:
+            raise ValueError("algo.prior_temperature must be > 0, prior_hidden and prior_layers >= 1, "
+                             "train_instances >= 0")
+        if out.prior_method not in ("reinforce", "rollout_q"):
+            raise ValueError(f"algo.prior_method={out.prior_method!r} is invalid: expected reinforce or rollout_q")
+        if out.q_rounds < 1 or out.q_batch < 1 or not 0 < out.collect_fraction < 1:
+            raise ValueError("algo.q_rounds and q_batch must be >= 1 and collect_fraction in (0, 1)")
+        if not (0.0 <= out.explore <= 1.0 and 0.0 < out.state_prob <= 1.0):
+            raise ValueError("algo.explore must be in [0, 1] and state_prob in (0, 1]")
+        if not 0.0 <= out.fixed_instance_share <= 1.0:
+            raise ValueError(f"algo.fixed_instance_share={out.fixed_instance_share} is invalid: expected 0..1")
+        from offline import partition
+
+        pool = range(out.instance_pool_base, out.instance_pool_base + out.train_instances)
+        reserved = {partition.TRAINING_INSTANCE, *range(partition.HELD_OUT_INSTANCE_BASE,
+                    partition.HELD_OUT_INSTANCE_BASE + partition.HELD_OUT_INSTANCES_MAX),
+                    *range(partition.TUNING_INSTANCE_BASE, partition.TUNING_INSTANCE_BASE + partition.TUNING_INSTANCES_MAX)}
+        if reserved & set(pool):
+            raise ValueError(f"algo.instance_pool_base={out.instance_pool_base}: the pool overlaps the held-out, "
+                             "tuning or training instances of offline.partition")
         return out
 
 
@@ -181,21 +228,21 @@ def _reference_profits(env_cfg: dict[str, Any], seeds: list[int]) -> np.ndarray 
 # --------------------------------------------------------------------------------------------------
 
 
-def save_model(path: Path, model: UECAttentionNet, **meta: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta}, path)
-    return path
-
-
 def load_model(path: Path, device: str = "cpu") -> tuple[UECAttentionNet, dict[str, Any]]:
     """Load a model saved by :func:`save_model` with ``torch.load(weights_only=True)``: a file that would need
     code to unpickle raises :class:`agents.loading.UnsafeFileError` (nothing in it runs), a truncated or foreign
     one :class:`agents.loading.ModelFileError`."""
     from agents.loading import load_config_model
 
-    model, blob = load_config_model(path, device, "UEC attention model file",
-                                    lambda cfg: UECAttentionNet(UECModelConfig(**cfg)))
+    model, blob = load_config_model(path, device, "UEC attention model file", _build_model)
     return model, dict(blob.get("meta") or {})
+
+
+def _build_model(cfg: dict[str, Any]) -> UECAttentionNet | PriorNet:
+    """The network a saved ``model_config`` describes: a :class:`PriorNet` if it names a prior."""
+    if "prior" in cfg:
+        return PriorNet(PriorModelConfig(**cfg))
+    return UECAttentionNet(UECModelConfig(**cfg))
 
 
 class CoRaiSUECPolicy:
@@ -224,7 +271,7 @@ class CoRaiSUECPolicy:
 
 
 def load_policy(run_dir: Path, env: gym.Env, *, checkpoint: str | None = None, greedy: bool = True,
-                **kwargs: Any) -> CoRaiSUECPolicy:
+                **kwargs: Any) -> CoRaiSUECPolicy | PriorPolicy:
     """Contract 5: the dispatcher of a run folder (``checkpoint``: a model file inside the run)."""
     path = Path(run_dir) / (checkpoint or MODEL_FILE)
     if not path.is_file():
@@ -233,6 +280,8 @@ def load_policy(run_dir: Path, env: gym.Env, *, checkpoint: str | None = None, g
     layout = env.get_wrapper_attr("layout")
     if layout != model.layout:
         raise ValueError(f"run {Path(run_dir).name} was trained on layout {model.layout}, the env has {layout}")
+    if isinstance(model, PriorNet):
+        return PriorPolicy(model, name=f"uec_prior:{Path(run_dir).name}", greedy=greedy)
     return CoRaiSUECPolicy(model, name=f"corais_uec:{Path(run_dir).name}", greedy=greedy)
 
 
@@ -271,6 +320,10 @@ def train(
     cfg = TrainConfig.from_dict(dict(algo_cfg))
     if steps < 1:
         raise ValueError(f"steps={steps} is invalid: expected >= 1 (environment decisions)")
+    if cfg.prior != "none":
+        if resume:
+            raise ValueError("resume is not supported with algo.prior (runs are short: start a new one)")
+        return train_prior(env_cfg, cfg, run_dir=Path(run_dir), seed=seed, steps=steps)
     if device != "cpu":
         print(f"[corais_uec] device={device}: the env-bound rollouts run on the CPU; training on cpu", flush=True)
     run_dir = Path(run_dir)

@@ -105,11 +105,28 @@ class NetScoreGreedyPolicy(UECPolicy):
 
     def _prepare(self, instance: Instance) -> None:
         profit = instance.expected_profit
-        net = profit - self.cost(instance)[None]
+        cost = self.cost(instance)
+        net = profit - cost[None]
         self._net = _by_time(np.where(profit > 0, net, -1.0))
+        self._candidate = _by_time(np.broadcast_to(profit > 0, profit.shape))
+        K, L, T = cost.shape
+        self._price = np.ascontiguousarray(cost.reshape(K * L, T).T)  # (T, K·L)
+
+    def scores(self, info: dict[str, Any]) -> np.ndarray:
+        """(K·L,) what :meth:`act` maximises at this decision: R_jkl(t) − cost_kl(t) for each safe SSP with
+        R > 0, −1 elsewhere (exposed for learners that start from this policy, ``agents.uec.prior``)."""
+        return np.where(safe_mask(info)[1:] > 0, self._net[info["time"], info["device"]], -1.0)
+
+    def candidates(self, info: dict[str, Any]) -> np.ndarray:
+        """(K·L,) bool: the SSPs :meth:`act` may choose (safe and R_jkl(t) > 0)."""
+        return (safe_mask(info)[1:] > 0) & self._candidate[info["time"], info["device"]]
+
+    def prices(self, info: dict[str, Any]) -> np.ndarray:
+        """(K·L,) the price cost_kl(t) charged for each SSP at this decision's slot."""
+        return self._price[info["time"]]
 
     def act(self, obs: Any, info: dict[str, Any]) -> int:
-        scores = np.where(safe_mask(info)[1:] > 0, self._net[info["time"], info["device"]], -1.0)
+        scores = self.scores(info)
         best = int(np.argmax(scores))
         return 1 + best if scores[best] > 0 else 0
 
