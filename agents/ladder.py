@@ -58,7 +58,7 @@ def run_ladder(env_ids: list[str], *, quick: bool, out: Path, publish: bool, com
     ladder.write_command(out, command, quick, time.perf_counter() - start, env_ids)
     print(f"[ladder] wrote {out}", flush=True)
     if publish:
-        ladder.publish(out)
+        ladder.publish(out, env_ids)
     return out
 
 

@@ -406,14 +406,38 @@ def write_command(out_dir: Path, command: str, quick: bool, seconds: float, env_
         f"# commit {git_commit()}; {machine()}; {utc_now()}\n")
 
 
-def publish(out_dir: Path, *, results: Path = RESULTS, page: Path = PAGE, readme: Path = README,
-            log: Callable[[str], None] = print) -> list[Path]:
-    """Copy the ladder outputs into ``results`` and regenerate the Leaderboard page and README's table."""
+def _command_lines(text: str) -> dict[str, str]:
+    """env id -> the one-line provenance of its published rows, from a ``command.txt``: either a run's own
+    (command; ``# size: …; envs: A, B; N s wall``; ``# commit …``) or the published per-env lines."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and not lines[0].startswith("#") and len(lines) >= 3 and lines[1].startswith("# size:"):
+        size, envs, wall = (part.strip() for part in lines[1][len("# size:"):].split(";"))
+        env_ids = [e.strip() for e in envs.removeprefix("envs:").split(",")]
+        note = f"{size}, {wall} for {', '.join(env_ids)}; {lines[2].lstrip('# ')}"
+        return {env_id: f"{lines[0]}  # {note}" for env_id in env_ids}
+    return {line.partition(": ")[0]: line.partition(": ")[2] for line in lines}
+
+
+def merge_commands(published: Path, run: Path) -> str:
+    """The published ``command.txt`` after a run: one line per env, the run's for the envs it ran, the earlier
+    line for the others (a run of a subset of envs keeps the other envs' provenance)."""
+    merged = _command_lines(published.read_text()) if published.is_file() else {}
+    merged.update(_command_lines(run.read_text()))
+    return "".join(f"{env_id}: {line}\n" for env_id, line in sorted(merged.items()))
+
+
+def publish(out_dir: Path, env_ids: Sequence[str], *, results: Path = RESULTS, page: Path = PAGE,
+            readme: Path = README, log: Callable[[str], None] = print) -> list[Path]:
+    """Copy the ladder outputs of ``env_ids`` (this run's envs: ``out_dir`` may hold older runs' files) into
+    ``results`` and regenerate the Leaderboard page and README's table."""
     changed: list[Path] = []
     results.mkdir(parents=True, exist_ok=True)
     assets = page.parent / "assets" / "ladder"
     assets.mkdir(parents=True, exist_ok=True)
-    for path in sorted(out_dir.glob("*.csv")) + sorted(out_dir.glob("*.png")) + [out_dir / "command.txt"]:
+    if (out_dir / "command.txt").is_file():
+        (results / "command.txt").write_text(merge_commands(results / "command.txt", out_dir / "command.txt"))
+        changed.append(results / "command.txt")
+    for path in [out_dir / f"{env_id}{suffix}" for env_id in env_ids for suffix in (".csv", ".png")]:
         if path.is_file():
             target = results / path.name
             shutil.copyfile(path, target)

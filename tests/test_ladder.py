@@ -155,8 +155,10 @@ def test_ladder__page_and_readme_are_generated_from_the_csvs(toy, tmp_path):
     ladder.write_command(out, "python evaluate.py experiment=ladder", False, 1.0, [TOY_ID])
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{ladder.README_BEGIN}\nold\n{ladder.README_END}\ntail\n")
-    changed = ladder.publish(out, results=tmp_path / "results", page=tmp_path / "docs" / "leaderboard.md",
+    (out / "Stale-v0.csv").write_text("an older run's file in the same out folder\n")
+    changed = ladder.publish(out, [TOY_ID], results=tmp_path / "results", page=tmp_path / "docs" / "leaderboard.md",
                              readme=readme, log=lambda _: None)
+    assert not (tmp_path / "results" / "Stale-v0.csv").exists(), "only this run's envs are published"
     assert readme in changed and (tmp_path / "docs" / "assets" / "ladder" / f"{TOY_ID}.png").is_file()
     page = (tmp_path / "docs" / "leaderboard.md").read_text()
     csv_rows = read_csv(tmp_path / "results" / f"{TOY_ID}.csv")
@@ -229,3 +231,22 @@ def test_ladder__quick_plays_only_the_quick_variants_and_skips_per_variant():
 
 def teardown_module() -> None:
     _REGISTRY.pop(TOY_ID, None)
+
+
+def test_ladder__publishing_some_envs_keeps_the_other_envs_provenance(tmp_path):
+    """A ladder run of one env (ladder_envs=[UEC-v0] publish=true) used to replace command.txt, so the other
+    envs' published rows lost the command and commit that made them."""
+    from offline.ladder import merge_commands
+
+    published, run = tmp_path / "published.txt", tmp_path / "run.txt"
+    published.write_text("python evaluate.py experiment=ladder\n# size: full; envs: UEC-v0, OINC-v0; 570 s wall\n"
+                         "# commit aaa; x86_64, 2 cores; 2026-11-25 16:00 UTC\n")
+    run.write_text("python evaluate.py experiment=ladder ladder_envs=[UEC-v0] publish=true\n"
+                   "# size: full; envs: UEC-v0; 250 s wall\n# commit bbb; x86_64, 2 cores; 2026-11-25 18:50 UTC\n")
+    merged = merge_commands(published, run)
+    lines = dict(line.split(": ", 1) for line in merged.splitlines())
+    assert set(lines) == {"UEC-v0", "OINC-v0"}
+    assert "commit aaa" in lines["OINC-v0"] and "for UEC-v0, OINC-v0" in lines["OINC-v0"]
+    assert lines["UEC-v0"].startswith("python evaluate.py experiment=ladder ladder_envs=[UEC-v0]") and "bbb" in lines["UEC-v0"]
+    published.write_text(merged)
+    assert merge_commands(published, run) == merged  # the per-env form reads back unchanged
