@@ -1,6 +1,8 @@
 """Learners against the best non-learning baseline, over training seeds, with rliable's statistics.
 
     python -m agents.compare "runs=[runs/uec_learners/*]" out=results/uec/learners
+    python -m agents.compare "runs=[runs/uec_prior/*]" "baselines=[lp_bid_price]" "others=[]" seed=2026 \
+        instance_base=100 instances=10 episodes=2 out=results/uec/prior/held_out   # the Leaderboard's held-out set
     python -m agents.compare "runs=[runs/a*,runs/b*]" env_id=UEC-v0 episodes=30 \
         "baselines=[pickconfigs,srs,sumita,cvs,random]" "others=[rescue,rescue_fallback]"
 
@@ -42,7 +44,8 @@ class CompareConfig:
     metric: str = "profit_mean"  # summary column, higher is better
     instances: int = 1
     episodes: int = 30
-    seed: int = 0  # UEC: instance i has instance_seed = seed + i (0 = the default training instance)
+    seed: int = 0  # episode seeds seed, seed+1, ...; UEC: instance i has instance_seed = seed + i unless instance_base
+    instance_base: int | None = None  # instance i has instance_seed = instance_base + i (offline.partition's sets)
     reps: int = 5000  # bootstrap resamples
     out: str = "results/compare"
 
@@ -218,7 +221,8 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     out = Path(cfg.out)
     names = [*cfg.baselines, *cfg.others, *map(str, runs)]
     rows = evaluate(cfg.env_id, env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
-                    out_dir=out / "evaluation", progress=False, resolve=resolve_policy, wrappers=wrappers)
+                    out_dir=out / "evaluation", progress=False, resolve=resolve_policy, wrappers=wrappers,
+                    instance_base=cfg.instance_base)
     value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}
     best_name = max(cfg.baselines, key=lambda n: value[n])
     best = value[best_name]
