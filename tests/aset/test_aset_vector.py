@@ -251,21 +251,6 @@ def test_aset_vector__bad_kwargs_raise_the_single_env_error(kwargs):
         make_vec("ASET-v0", 2, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"num_envs": 0}, {"num_envs": 2.5}, {"autoreset_mode": "Disabled"},
-                                    {"autoreset_mode": "sometimes"}, {"render_mode": "ansi"}])
-def test_aset_vector__bad_vector_kwargs_raise(kwargs):
-    with pytest.raises(ValueError, match=next(iter(kwargs))):
-        ASETVectorEnv(**{"num_envs": 2, **FAST, **kwargs})
-
-
-def test_aset_vector__bad_reset_seeds_raise():
-    vec = make_vec("ASET-v1", 2, **FAST)
-    with pytest.raises(ValueError, match="seed"):
-        vec.reset(seed=-1)
-    with pytest.raises(ValueError, match="num_envs=2"):
-        vec.reset(seed=[1, 2, 3])
-
-
 def test_aset_vector__works_with_gymnasium_vector_wrappers():
     vec = gym.wrappers.vector.RecordEpisodeStatistics(make_vec("ASET-v1", 3, **FAST))
     vec.reset(seed=0)

@@ -308,23 +308,6 @@ def test_corais_vector__bad_kwargs_raise_the_single_env_error(kwargs):
         make_vec("CoRaiS-v0", 2, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"num_envs": 0}, {"num_envs": 2.5}, {"autoreset_mode": "Disabled"},
-                                    {"autoreset_mode": "sometimes"}, {"render_mode": "ansi"}])
-def test_corais_vector__bad_vector_kwargs_raise(kwargs):
-    with pytest.raises(ValueError, match=next(iter(kwargs))):
-        CoRaiSVectorEnv(**{"num_envs": 2, "scale": "tiny", **kwargs})
-
-
-def test_corais_vector__bad_reset_seeds_raise():
-    vec = make_vec("CoRaiS-v1", 2, scale="tiny")
-    with pytest.raises(ValueError, match="seed"):
-        vec.reset(seed=-1)
-    with pytest.raises(ValueError, match="seed"):
-        vec.reset(seed=[1, -2])
-    with pytest.raises(ValueError, match="num_envs=2"):
-        vec.reset(seed=[1, 2, 3])
-
-
 def test_corais_vector__unseeded_resets_differ_and_seed_lists_reach_each_sub_env():
     vec = make_vec("CoRaiS-v1", 2, scale="tiny")
     first, _ = vec.reset()

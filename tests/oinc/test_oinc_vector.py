@@ -205,21 +205,6 @@ def test_vector_env__bad_kwargs_raise_the_single_env_error(kwargs):
         make_vec(2, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"num_envs": 0}, {"num_envs": 2.5}, {"autoreset_mode": "Disabled"},
-                                    {"autoreset_mode": "sometimes"}, {"render_mode": "ansi"}])
-def test_vector_env__bad_vector_kwargs_raise(kwargs):
-    with pytest.raises(ValueError, match=next(iter(kwargs))):
-        OINCVectorEnv(**{"num_envs": 2, "scenario": "tiny", **kwargs})
-
-
-def test_vector_env__bad_reset_seeds_raise():
-    vec = make_vec(2, scenario="tiny")
-    with pytest.raises(ValueError, match="seed"):
-        vec.reset(seed=-1)
-    with pytest.raises(ValueError, match="num_envs=2"):
-        vec.reset(seed=[1, 2, 3])
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), width=st.sampled_from([1, 7, 8, 12, 17, 40, 140]))
 def test_subset_sum_is_numpys_sum_of_the_subset_bit_for_bit(seed, width):

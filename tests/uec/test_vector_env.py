@@ -187,21 +187,6 @@ def test_vector_env__bad_kwargs_raise_the_single_env_error(kwargs):
         make_vec(2, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"num_envs": 0}, {"num_envs": 2.5}, {"autoreset_mode": "Disabled"},
-                                    {"autoreset_mode": "sometimes"}, {"render_mode": "ansi"}])
-def test_vector_env__bad_vector_kwargs_raise(kwargs):
-    with pytest.raises(ValueError, match=next(iter(kwargs))):
-        UECVectorEnv(**{"num_envs": 2, "scenario": "tiny", **kwargs})
-
-
-def test_vector_env__bad_reset_seeds_raise():
-    vec = make_vec(2, scenario="tiny")
-    with pytest.raises(ValueError, match="seed"):
-        vec.reset(seed=-1)
-    with pytest.raises(ValueError, match="num_envs=2"):
-        vec.reset(seed=[1, 2, 3])
-
-
 def test_vector_env__works_with_gymnasium_vector_wrappers():
     vec = gym.wrappers.vector.RecordEpisodeStatistics(make_vec(3, scenario="tiny"))
     _, infos = vec.reset(seed=0)
