@@ -6,7 +6,9 @@ adds what offline may not import: the shipped learners (``pretrained:<name>`` of
 
 Keys (``edge_sched_gym/conf/experiment/ladder.yaml``): ``ladder_envs`` (``all`` or a list of env ids), ``quick`` (the CI
 size), ``publish`` (refresh the checked-in ``results/ladder/``, ``docs/leaderboard.md`` and README's table;
-without it nothing checked in changes) and ``out`` (default ``outputs/ladder/``).
+without it nothing checked in changes), ``out`` (default ``outputs/ladder/``) and ``learners`` (your training runs,
+placed on their env's ladder beside the shipped agents: ``learners=[runs/oinc-v0__ppo_mask__0__...]``; not with
+``publish``, the checked-in ladder lists the shipped agents only).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from offline.provenance import default_output, parse_bool, require_clone
 __all__ = ["pretrained_learners", "run_from_config", "run_ladder"]
 
 #: The keys experiment=ladder reads (besides evaluate.py's own, which it ignores).
-LADDER_KEYS = ("ladder_envs", "quick", "publish", "out")
+LADDER_KEYS = ("ladder_envs", "quick", "publish", "out", "learners")
 
 
 def pretrained_learners(env_id: str) -> dict[str, str]:
@@ -50,11 +52,31 @@ def _env_ids(value: Any) -> list[str]:
     return ids
 
 
-def run_ladder(env_ids: list[str], *, quick: bool, out: Path, publish: bool, command: str) -> Path:
-    """Run the ladder of ``env_ids`` into ``out``; with ``publish`` refresh the checked-in files."""
+def run_learners(specs: list[str], env_ids: list[str]) -> dict[str, dict[str, str]]:
+    """env id -> {name: run folder} of the training runs ``specs`` (each must be a run of one of ``env_ids``)."""
+    from agents.loading import load_run_config
+
+    found: dict[str, dict[str, str]] = {env_id: {} for env_id in env_ids}
+    for spec in specs:
+        folder = Path(spec)
+        try:
+            env_id = str(load_run_config(folder).env.id)
+        except (OSError, ValueError, AttributeError) as err:
+            raise ValueError(f"learners entry {spec!r} is invalid: expected a training run folder ({err})") from None
+        if env_id not in found:
+            raise ValueError(f"learners entry {spec!r} was trained on {env_id}, which is not in ladder_envs={env_ids}")
+        found[env_id][spec] = str(folder)
+    return found
+
+
+def run_ladder(env_ids: list[str], *, quick: bool, out: Path, publish: bool, command: str,
+               learners: dict[str, dict[str, str]] | None = None) -> Path:
+    """Run the ladder of ``env_ids`` into ``out`` (with the shipped agents and ``learners``: env id -> {name: run
+    folder}); with ``publish`` refresh the checked-in files."""
     start = time.perf_counter()
     for env_id in env_ids:
-        ladder.run_env(env_id, out, quick=quick, learners=pretrained_learners(env_id), resolve=resolve_policy)
+        ladder.run_env(env_id, out, quick=quick, learners={**pretrained_learners(env_id), **(learners or {}).get(env_id, {})},
+                       resolve=resolve_policy)
     ladder.write_command(out, command, quick, time.perf_counter() - start, env_ids)
     print(f"[ladder] wrote {out}", flush=True)
     if publish:
@@ -72,6 +94,11 @@ def run_from_config(cfg: DictConfig) -> Path:
         require_clone()
     if publish and quick:
         raise ValueError("publish=true with quick=true is refused: the checked-in ladder comes from a full run")
+    specs = cfg.get("learners") or []
+    specs = [str(s) for s in (OmegaConf.to_container(specs) if OmegaConf.is_config(specs) else specs)]
+    if specs and publish:
+        raise ValueError("learners=... with publish=true is refused: the checked-in ladder lists the shipped agents only")
+    learners = run_learners(specs, env_ids)
     out = Path(cfg.out) if cfg.get("out") else default_output("ladder")
     from agents.registry import check_writable_folder
 
@@ -81,4 +108,6 @@ def run_from_config(cfg: DictConfig) -> Path:
         parts.append("quick=true")
     if value != "all":
         parts.append(f"ladder_envs=[{','.join(env_ids)}]")
-    return run_ladder(env_ids, quick=quick, out=out, publish=publish, command=" ".join(parts))
+    if specs:
+        parts.append(f"learners=[{','.join(specs)}]")
+    return run_ladder(env_ids, quick=quick, out=out, publish=publish, command=" ".join(parts), learners=learners)

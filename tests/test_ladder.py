@@ -250,3 +250,24 @@ def test_ladder__publishing_some_envs_keeps_the_other_envs_provenance(tmp_path):
     assert lines["UEC-v0"].startswith("python evaluate.py experiment=ladder ladder_envs=[UEC-v0]") and "bbb" in lines["UEC-v0"]
     published.write_text(merged)
     assert merge_commands(published, run) == merged  # the per-env form reads back unchanged
+
+
+def test_ladder__your_learners_go_on_their_env_s_ladder_and_only_there(tmp_path):
+    from agents.ladder import run_learners
+    from agents.loading import PRETRAINED_DIR
+
+    run = str(PRETRAINED_DIR / "uec-v0-sac")  # a run folder (config.yaml names its env)
+    assert run_learners([run], ["UEC-v0", "OINC-v0"]) == {"UEC-v0": {run: run}, "OINC-v0": {}}
+    with pytest.raises(ValueError, match=r"trained on UEC-v0, which is not in ladder_envs"):
+        run_learners([run], ["OINC-v0"])
+    with pytest.raises(ValueError, match="expected a training run folder"):
+        run_learners([str(tmp_path)], ["UEC-v0"])
+
+
+def test_ladder__learners_are_refused_with_publish():
+    from omegaconf import OmegaConf
+
+    from agents.ladder import run_from_config
+
+    with pytest.raises(ValueError, match="learners=... with publish=true is refused"):
+        run_from_config(OmegaConf.create({"ladder_envs": ["UEC-v0"], "publish": True, "learners": ["runs/x"]}))
