@@ -110,4 +110,6 @@ def run_from_config(cfg: DictConfig) -> Path:
         parts.append(f"ladder_envs=[{','.join(env_ids)}]")
     if specs:
         parts.append(f"learners=[{','.join(specs)}]")
+    if cfg.get("out"):
+        parts.append(f"out={cfg.out}")
     return run_ladder(env_ids, quick=quick, out=out, publish=publish, command=" ".join(parts), learners=learners)
