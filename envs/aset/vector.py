@@ -246,12 +246,7 @@ class ASETVectorEnv(SubEnvBatch):
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
         """``actions`` as an int64 array of shape (N,); ValueError naming ``actions`` otherwise."""
-        array = np.asarray(actions)
-        if array.shape != (self.num_envs,) or array.dtype.kind not in "iu":
-            raise ValueError(
-                f"actions={actions!r} is invalid: expected {self.num_envs} integers in [0, {_N_ACTIONS - 1}] "
-                f"(an integer array of shape ({self.num_envs},))"
-            )
+        array = self.discrete_actions(actions, _N_ACTIONS)
         bad = (array < 0) | (array >= _N_ACTIONS)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

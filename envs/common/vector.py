@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from envs.common.validation import check_choice, check_in_range, check_seed
@@ -46,6 +47,17 @@ class SubEnvBatch(VectorEnv):
             return [None if s is None else check_seed("seed", s) for s in seed]
         base = check_seed("seed", seed)
         return [base + i for i in range(self.num_envs)]
+
+    def discrete_actions(self, actions: Any, n_actions: int) -> np.ndarray:
+        """``actions`` of a Discrete(n_actions) env as an integer array of shape (N,); ValueError naming
+        ``actions`` otherwise (the range is the caller's: a kernel may check it on the way)."""
+        array = np.asarray(actions)
+        if array.shape != (self.num_envs,) or array.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions={actions!r} is invalid: expected {self.num_envs} integers in [0, {n_actions - 1}] "
+                f"(an integer array of shape ({self.num_envs},))"
+            )
+        return array
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute ``name`` of each sub-env's single env (instance-level attributes: the episodes' state lives

@@ -426,13 +426,7 @@ class UECVectorEnv(SubEnvBatch):
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
         """``actions`` as an integer array of shape (N,), else ValueError (``step_batch`` checks the range)."""
-        array = np.asarray(actions)
-        if array.shape != (self.num_envs,) or array.dtype.kind not in "iu":
-            raise ValueError(
-                f"actions={actions!r} is invalid: expected {self.num_envs} integers in [0, {self._n_actions - 1}] "
-                f"(an integer array of shape ({self.num_envs},))"
-            )
-        return array
+        return self.discrete_actions(actions, self._n_actions)
 
     def _observe(self) -> np.ndarray:
         """The batch's observations (a new array); sets ``_mask``, ``_safe``, ``_limits`` (what UECEnv's
