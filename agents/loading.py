@@ -31,7 +31,7 @@ from gymnasium import spaces
 from omegaconf import OmegaConf
 
 from agents.registry import get_spec, import_path
-from envs.problems import get_problem
+from envs.problems import get_problem, load_attr, wrap
 from offline import registry as offline_registry
 
 MODEL_FILE = "model.zip"
@@ -333,9 +333,74 @@ def load_run_policy(
     model_file = run_dir / (checkpoint or MODEL_FILE)
     if not model_file.is_file():
         raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")
-    model = load_sb3_model(model_file, spec.load_target(), observation_space=env.observation_space,
+    features = FeatureWrappers.missing_from(env, list(cfg.env.get("wrappers") or []))
+    observation_space = features.observation_space if features else env.observation_space
+    model = load_sb3_model(model_file, spec.load_target(), observation_space=observation_space,
                            action_space=env.action_space, algo_cfg=cfg.algo, device=device)
-    return SB3ModelPolicy(model, name=f"{spec.name}:{run_dir.name}", deterministic=deterministic)
+    policy = SB3ModelPolicy(model, name=f"{spec.name}:{run_dir.name}", deterministic=deterministic)
+    return features.around(policy) if features else policy
+
+
+class FeatureWrappers:
+    """The observation wrappers a run was trained under, applied by its policy when the env it plays lacks them.
+
+    A run of the main job was trained on ``NetScoreFeatures(UEC-v0)``; evaluate.py, the ladder and a user's
+    ``load_run_policy(run, gym.make("UEC-v0"))`` play it on the bare env. Wrappers that compute their entries
+    from the env and the step's info (``observation_for(obs, info)``, e.g. ``offline.uec.features``') are built
+    around the played env at each ``reset`` and add those entries before the model sees the observation.
+    """
+
+    def __init__(self, paths: list[str], env: gym.Env) -> None:
+        self.paths = paths
+        self.observation_space = wrap(env, paths).observation_space
+        self._env: gym.Env | None = None
+        self._layers: list[Any] = []
+
+    @classmethod
+    def missing_from(cls, env: gym.Env, paths: list[str]) -> FeatureWrappers | None:
+        """None when ``env`` already has every wrapper of ``paths`` (or there are none); else the wrappers, if each
+        can compute its features outside the step loop (``observation_for``), or a ValueError naming them."""
+        present, layer = set(), env
+        while isinstance(layer, gym.Wrapper):
+            present.add(f"{type(layer).__module__}:{type(layer).__name__}")
+            layer = layer.env
+        if all(str(p) in present for p in paths):
+            return None
+        classes = [load_attr(str(p)) for p in paths]
+        if not all(hasattr(c, "observation_for") for c in classes):
+            raise ValueError(f"the run was trained under env.wrappers={[str(p) for p in paths]}: play it on an env "
+                             "with those wrappers (envs.problems.make(id, kwargs, wrappers))")
+        return cls([str(p) for p in paths], env)
+
+    def around(self, policy: Any) -> Any:
+        outer = self
+
+        class WithFeatures:
+            name = policy.name
+
+            def reset(self, env: gym.Env, seed: int | None = None) -> None:
+                outer.attach(env)
+                policy.reset(env, seed)
+
+            def act(self, obs: Any, info: dict[str, Any]) -> Any:
+                return policy.act(outer.observe(obs, info), info)
+
+        return WithFeatures()
+
+    def attach(self, env: gym.Env) -> None:
+        """Build the wrappers around ``env`` (once per env object; they read its state, never step it)."""
+        if env is not self._env:
+            self._env, self._layers = env, []
+            for path in self.paths:
+                layer = wrap(self._layers[-1] if self._layers else env, [path])
+                self._layers.append(layer)
+
+    def observe(self, obs: Any, info: dict[str, Any]) -> Any:
+        if self._env is None:
+            raise RuntimeError("reset the policy on its env before act (Policy protocol)")
+        for layer in self._layers:
+            obs = layer.observation_for(obs, info)
+        return obs
 
 
 # --------------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ class SACConfig:
     ent_coef: Any = "auto"  # "auto" (learned temperature, starting at ent_coef_init) or a fixed float
     ent_coef_init: float = 1.0  # OINC Table I: initial temperature 1.0
     target_entropy_ratio: float = 0.6  # target entropy = ratio * log(#feasible actions), per state
+    target_kl: float = 0.05  # instead, with a head that starts as a heuristic: target KL(pi || heuristic) in nats
     target_update_interval: int = 1
     max_grad_norm: float | None = None
     update_ratio: float | None = None  # gradient steps per env step; when set it replaces train_freq/gradient_steps
@@ -304,6 +305,7 @@ ALGO_RULES: dict[str, Rule] = {
     "ent_coef": (_ent_coef, "'auto', 'auto_<initial value > 0>' or a finite number >= 0"),
     "ent_coef_init": POSITIVE,
     "target_entropy_ratio": UNIT,
+    "target_kl": POSITIVE,
     "grad_clip": POSITIVE,
     "max_minutes": POSITIVE,
     "entropy_coef": NON_NEGATIVE,

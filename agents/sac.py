@@ -313,7 +313,8 @@ class DiscreteSACPolicy(BasePolicy):
     :param net_arch: hidden layers, a list (shared by actor and critics) or ``{"pi": [...], "qf": [...]}``
     :param mask_dim: number of trailing observation entries holding the action mask (0 = none)
     :param head: the output network of actor and critics (a class or "module:Class"; default an MLP), e.g.
-        ``agents.uec.sac_head:UECActionScorer`` for UEC-v0; ``head_kwargs`` go to it
+        ``agents.uec.sac_head:UECActionScorer`` for UEC-v0; ``head_kwargs`` go to it, with
+        ``critic_head_kwargs`` on top for the critics (e.g. a prior's scale in Q units instead of logits)
     """
 
     actor: CategoricalActor
@@ -336,6 +337,7 @@ class DiscreteSACPolicy(BasePolicy):
         mask_dim: int = 0,
         head: type[nn.Module] | str | None = None,
         head_kwargs: dict[str, Any] | None = None,
+        critic_head_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(
             observation_space,
@@ -360,20 +362,22 @@ class DiscreteSACPolicy(BasePolicy):
         self.mask_dim = int(mask_dim)
         self.head = head
         self.head_kwargs = dict(head_kwargs or {})
+        self.critic_head_kwargs = dict(critic_head_kwargs or {})
         self.layout = HeadLayout(action_dims(action_space))
         self._build(lr_schedule)
 
     def _build(self, lr_schedule: Schedule) -> None:
         head_class = load_attr(self.head) if isinstance(self.head, str) else self.head
 
-        def make(cls: type[BasePolicy], arch: list[int], **extra: Any) -> Any:
+        def make(cls: type[BasePolicy], arch: list[int], head_kwargs: dict[str, Any], **extra: Any) -> Any:
             extractor = self.make_features_extractor()
             return cls(self.observation_space, self.action_space, extractor, extractor.features_dim, arch,
-                       self.activation_fn, self.normalize_images, head_class, self.head_kwargs, **extra)
+                       self.activation_fn, self.normalize_images, head_class, head_kwargs, **extra)
 
-        self.actor = make(CategoricalActor, self.pi_arch)
-        self.critic = make(ActionValueCritic, self.qf_arch, n_critics=self.n_critics)
-        self.critic_target = make(ActionValueCritic, self.qf_arch, n_critics=self.n_critics)
+        critic_kwargs = {**self.head_kwargs, **self.critic_head_kwargs}
+        self.actor = make(CategoricalActor, self.pi_arch, self.head_kwargs)
+        self.critic = make(ActionValueCritic, self.qf_arch, critic_kwargs, n_critics=self.n_critics)
+        self.critic_target = make(ActionValueCritic, self.qf_arch, critic_kwargs, n_critics=self.n_critics)
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.set_training_mode(False)
         self.actor.optimizer = self.optimizer_class(self.actor.parameters(), lr=lr_schedule(1),
@@ -395,6 +399,7 @@ class DiscreteSACPolicy(BasePolicy):
                 mask_dim=self.mask_dim,
                 head=self.head,
                 head_kwargs=self.head_kwargs,
+                critic_head_kwargs=self.critic_head_kwargs,
             )
         )
         return data
@@ -409,6 +414,22 @@ class DiscreteSACPolicy(BasePolicy):
         valid = self.valid_actions(obs)
         pairs = [masked_log_softmax(logits, v) for logits, v in zip(self.layout.split(self.actor(obs)), valid)]
         return [p for p, _ in pairs], [lp for _, lp in pairs], valid
+
+    @property
+    def has_prior(self) -> bool:
+        """Whether the actor's head defines a fixed prior policy (``prior_logits``, e.g. a heuristic's scores)."""
+        return bool(getattr(self.actor.logits_net, "has_prior", False))
+
+    def prior_log_probs(self, obs: th.Tensor, valid: list[th.Tensor]) -> list[th.Tensor]:
+        """Log-probabilities of the head's fixed prior policy under the same masks, one tensor per group."""
+        logits = self.actor.logits_net.prior_logits(self.actor.extract_features(obs, self.actor.features_extractor))
+        return [masked_log_softmax(g, v)[1] for g, v in zip(self.layout.split(logits), valid)]
+
+    def log_ratio(self, obs: th.Tensor, log_probs: list[th.Tensor], valid: list[th.Tensor]) -> list[th.Tensor]:
+        """log π − log π₀ with a prior (the entropy terms become −KL(π‖π₀)), else log π."""
+        if not self.has_prior:
+            return log_probs
+        return [lp - lp0 for lp, lp0 in zip(log_probs, self.prior_log_probs(obs, valid))]
 
     def q_values(self, obs: th.Tensor, target: bool = False) -> list[list[th.Tensor]]:
         """Per critic, its Q tables (one ``[B, H_g, n_g]`` per group), online or target critics."""
@@ -453,6 +474,8 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
     :param ent_coef: ``"auto"`` (learned temperature) or a fixed float
     :param ent_coef_init: initial temperature when learned (OINC uses 1.0)
     :param target_entropy_ratio: target entropy as a fraction of the maximum feasible entropy
+    :param target_kl: with a head that has a prior policy (``prior_logits``): the temperature keeps
+        KL(π‖π₀) per head near this value instead of the entropy near its target (nats)
     :param mask_dim: trailing observation entries that hold the action mask (0 = none)
     :param max_grad_norm: gradient-norm clip for actor and critics (None = no clipping)
     :param update_ratio: gradient steps per env step; when given it sets ``train_freq`` and
@@ -482,6 +505,7 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
         ent_coef: str | float = "auto",
         ent_coef_init: float = 1.0,
         target_entropy_ratio: float = 0.6,
+        target_kl: float = 0.05,
         target_update_interval: int = 1,
         mask_dim: int = 0,
         max_grad_norm: float | None = None,
@@ -533,6 +557,9 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
         self.ent_coef = ent_coef
         self.ent_coef_init = float(ent_coef_init)
         self.target_entropy_ratio = float(target_entropy_ratio)
+        if not target_kl > 0:
+            raise ValueError(f"target_kl={target_kl!r} is invalid: expected a number > 0")
+        self.target_kl = float(target_kl)
         self.target_update_interval = int(target_update_interval)
         self.mask_dim = int(mask_dim)
         self.max_grad_norm = max_grad_norm
@@ -574,7 +601,8 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
             alpha = self.log_ent_coef.detach().exp()
 
             with th.no_grad():
-                next_probs, next_log_probs, _ = self.policy.distribution(data.next_observations)
+                next_probs, next_log_probs, next_valid = self.policy.distribution(data.next_observations)
+                next_log_probs = self.policy.log_ratio(data.next_observations, next_log_probs, next_valid)
                 next_q = elementwise_min(self.policy.q_values(data.next_observations, target=True))
                 next_value = soft_state_value(next_probs, next_log_probs, next_q, alpha)
                 target = critic_target(data.rewards, data.dones, discounts, next_value)
@@ -586,12 +614,16 @@ class DiscreteSAC(FeasibleWarmupMixin, OffPolicyAlgorithm):
             self._step(self.critic.optimizer, loss_q, self.critic.parameters())
 
             probs, log_probs, valid = self.policy.distribution(data.observations)
+            log_probs = self.policy.log_ratio(data.observations, log_probs, valid)
             min_q = [q.detach() for q in elementwise_min(q_values)]
             loss_pi = actor_loss(probs, log_probs, min_q, alpha)
             self._step(self.actor.optimizer, loss_pi, self.actor.parameters())
 
-            entropy = policy_entropy(probs, log_probs).detach()
-            entropy_target = target_entropy(valid, self.target_entropy_ratio)
+            entropy = policy_entropy(probs, log_probs).detach()  # −KL(π‖π₀) with a prior
+            if self.policy.has_prior:
+                entropy_target = th.full_like(entropy, -self.target_kl * _num_heads(probs))
+            else:
+                entropy_target = target_entropy(valid, self.target_entropy_ratio)
             if self.ent_coef_optimizer is not None:
                 heads = _num_heads(probs)  # mean head entropy against the mean head target
                 loss_alpha = temperature_loss(self.log_ent_coef, entropy / heads, entropy_target / heads)

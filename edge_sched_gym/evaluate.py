@@ -66,7 +66,7 @@ OWN_KEYS: dict[str, Any] = {"policies": None, "instances": None, "episodes": Non
                             "progress": True, "render": False, "evaluation_kwargs": {}, "sweeps": []}
 EXPERIMENT_KEYS = ("env", "paper", "runner")
 #: the env group's keys (train.py's EnvConfig)
-ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overrides")
+ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overrides", "algo_wrappers")
 #: the keys each runner reads (besides ``runner`` and ``out``); evaluate.py's own keys are unused there
 RUNNER_KEYS: dict[str, tuple[str, ...]] = {
     "edge_sched_gym.evaluate_papers:run_from_config": ("papers", "quick", "publish", "out"),

@@ -90,6 +90,7 @@ class EnvConfig:
     wrappers: list[str] = field(default_factory=list)  # "module:Class" gymnasium wrappers, applied in order
     reference_policy: Any = None  # non-learning policy (or list: the best of them) logged next to the learner
     algo_overrides: dict[str, Any] = field(default_factory=dict)  # algo name -> keys merged over edge_sched_gym/conf/algo
+    algo_wrappers: dict[str, Any] = field(default_factory=dict)  # algo name -> wrappers appended for that algo only
 
 
 @dataclass
@@ -214,6 +215,11 @@ def prepare(cfg: DictConfig, overrides: list[str] | None = None) -> Prepared:
         raise ValueError(f"invalid configuration{key} ({str(err.msg).splitlines()[0]}); "
                          f"valid top-level keys: {valid}") from None
     assert isinstance(plain, dict)
+    # the env's wrappers for this algo only (e.g. the main job's heuristic scores) join env.wrappers, so the run's
+    # config.yaml lists every wrapper it was trained with and a resume does not apply them twice
+    extra = (plain["env"].get("algo_wrappers") or {}).get(algo_name) or []
+    plain["env"]["wrappers"] = [*plain["env"]["wrappers"], *(w for w in extra if w not in plain["env"]["wrappers"])]
+    plain["env"]["algo_wrappers"] = {}
     check_ranges(plain, TOP_RULES)
     if not str(plain["out"]).strip():
         raise ValueError(f"out={plain['out']!r} is invalid: expected a folder (each run writes <out>/<env>__<algo>__"

@@ -269,5 +269,5 @@ def test_ladder__learners_are_refused_with_publish():
 
     from agents.ladder import run_from_config
 
-    with pytest.raises(ValueError, match="learners=... with publish=true is refused"):
+    with pytest.raises(ValueError, match=r"learners=\.\.\. with publish=true is refused"):
         run_from_config(OmegaConf.create({"ladder_envs": ["UEC-v0"], "publish": True, "learners": ["runs/x"]}))

@@ -30,7 +30,7 @@ RESERVED_PRIORITIES = ("mask", "preempt")
 class ObservationLayout:
     """Named slices of UEC-v0's flat observation (K servers, J devices, L profiles).
 
-    | slice             | size    | content (all in [0, 1])                                              |
+    | slice             | size    | content (in [0, 1] except ``score``)                                  |
     |-------------------|---------|----------------------------------------------------------------------|
     | ``time``          | 2       | t / T; total arrival probability P(t)                                |
     | ``device``        | J       | one-hot of the arriving task's device j                              |
@@ -40,6 +40,8 @@ class ObservationLayout:
     | ``ssp_profit``    | K·L     | R_jkl(t) / max R (index k·L + l)                                     |
     | ``ssp_duration``  | K·L     | E[d_l] / D                                                           |
     | ``lp``            | K·L + K | only under ``offline.uec.features.LPFeatures``: A_jkl(t), B_k(t+1) / max A |
+    | ``score``         | K·L     | only under ``offline.uec.features.NetScoreFeatures``: a net-score greedy's |
+    |                   |         | R_jkl(t) − price_kl(t) / max R in [−1, 1]; −1 where it may not choose     |
     | ``action_mask``   | 1 + K·L | the action mask (reject first), always LAST                          |
 
     D is the longest duration of any profile. Use :meth:`split` to get named views of an observation.
@@ -49,6 +51,7 @@ class ObservationLayout:
     num_devices: int
     num_profiles: int
     lp_features: bool
+    score_features: bool = False
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -56,6 +59,8 @@ class ObservationLayout:
         sizes = {"time": 2, "device": j, "task": 2 + k, "servers": 5 * k, "ssp_profit": kl, "ssp_duration": kl}
         if self.lp_features:
             sizes["lp"] = kl + k
+        if self.score_features:
+            sizes["score"] = kl
         sizes["action_mask"] = 1 + kl
         return sizes
 

@@ -60,7 +60,8 @@ def test_uec_action_scorer_shares_weights_across_ssps_and_reads_the_layout_from_
 
     env = gym.make("UEC-v0")
     kwargs = resolve_policy_kwargs({"head": "agents.uec.sac_head:UECActionScorer", "net_arch": [16, 16]}, env)
-    assert kwargs["head_kwargs"] == {"num_servers": 4, "num_devices": 14, "num_profiles": 4, "lp_features": False}
+    assert kwargs["head_kwargs"] == {"num_servers": 4, "num_devices": 14, "num_profiles": 4, "lp_features": False,
+                                    "score_features": False}
     assert UECActionScorer.kwargs_for_env(LPFeatures(gym.make("UEC-v0")))["lp_features"] is True
     net = UECActionScorer(91, 17, [16, 16], th.nn.ReLU, **kwargs["head_kwargs"])
     obs = th.as_tensor(env.reset(seed=0)[0])[None]

@@ -229,3 +229,49 @@ def test_sac__multidiscrete_soft_value_uses_the_mean_head_entropy():
     heads = [([0.25, 0.75], [1.0, 3.0]), ([0.5, 0.5], [2.0, 4.0]), ([1 / 3] * 3, [0.0, 3.0, 6.0])]
     per_head = [sum(p * x for p, x in zip(ps, qs)) - ALPHA * sum(p * math.log(p) for p in ps) for ps, qs in heads]
     assert soft_state_value(probs, log_probs, q, ALPHA).item() == pytest.approx(sum(per_head) / 3)
+
+
+def test_sac__with_a_prior_policy_the_entropy_terms_become_minus_kl_to_it():
+    """With a head that defines ``prior_logits`` (a heuristic's scores), log π is replaced by log π − log π₀:
+    the soft value's bonus is −α·KL(π‖π₀) (0 when π = π₀), and the actor loss pulls π toward π₀ ∝ exp(Q/α)·π₀."""
+    probs, log_probs = masked_log_softmax(NEXT_LOGITS, VALID)
+    prior_logits = th.tensor([[[math.log(3.0), 0.0, -7.0]]])  # π₀ = (3/4, 1/4) on the feasible actions
+    _, prior_log_probs = masked_log_softmax(prior_logits, VALID)
+    log_ratio = log_probs - prior_log_probs
+    kl = float((P * np.log(P / np.array([0.75, 0.25]))).sum())
+    assert -policy_entropy(probs, log_ratio).item() == pytest.approx(kl)
+    q = th.tensor([[[1.0, 3.0, 9.0]]])
+    value = soft_state_value(probs, log_ratio, q, ALPHA).item()
+    assert value == pytest.approx(0.25 * 1 + 0.75 * 3 - ALPHA * kl)
+    assert -policy_entropy(probs, log_probs - log_probs).item() == 0.0
+    # the actor loss is minimised by π ∝ π₀·exp(Q/α): (3/4·e²)/(3/4·e² + 1/4·e⁶) on action 0
+    best = np.array([0.75 * math.exp(1 / ALPHA), 0.25 * math.exp(3 / ALPHA)])
+    best /= best.sum()
+    logits = th.tensor([[[math.log(best[0]), math.log(best[1]), 0.0]]], requires_grad=True)
+    p, lp = masked_log_softmax(logits, VALID)
+    actor_loss(p, lp - prior_log_probs, q, ALPHA).backward()
+    assert logits.grad[0, 0, :2].abs().max().item() < 1e-6
+
+
+def test_sac__a_head_that_starts_as_lp_bid_price_trains_with_the_kl_temperature():
+    """SAC on UEC-v0 under NetScoreFeatures with the per-action head: the untrained greedy policy is the
+    heuristic's, the temperature tracks target_kl, and the head saves and loads."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from agents.registry import resolve_policy_kwargs
+    from offline.uec.features import NetScoreFeatures
+
+    env = NetScoreFeatures(gym.make("UEC-v0", scenario="tiny"))
+    kwargs = resolve_policy_kwargs({"head": "agents.uec.sac_head:UECActionScorer", "net_arch": [16]}, env)
+    assert kwargs["head_kwargs"]["score_features"] is True
+    model = DiscreteSAC("MlpPolicy", env, mask_dim=env.layout.sizes["action_mask"], device="cpu",
+                        learning_starts=16, batch_size=8, target_kl=0.01, policy_kwargs=kwargs, seed=0)
+    assert model.policy.has_prior
+    obs, info = env.reset(seed=1)
+    expected = env.heuristic.act(obs, info)
+    assert int(model.predict(obs, deterministic=True)[0]) == expected
+    model.learn(64)
+    assert model.logger.name_to_value["train/target_entropy"] == pytest.approx(-0.01)
+    with pytest.raises(ValueError, match="target_kl"):
+        DiscreteSAC("MlpPolicy", env, mask_dim=1, target_kl=0.0, policy_kwargs=kwargs)

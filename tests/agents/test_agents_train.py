@@ -16,7 +16,7 @@ from stable_baselines3.common.logger import Logger
 
 import envs  # noqa: F401  (registers UEC-v0)
 from agents.dqn import MaskedDQN
-from agents.loading import load_run_model, load_run_policy
+from agents.loading import load_run_config, load_run_model, load_run_policy
 from agents.masking import infer_mask_dim
 from agents.sac import DiscreteSAC
 from offline.protocol import run_episode
@@ -77,6 +77,13 @@ def test_train__loaded_run_is_a_policy_that_only_takes_feasible_actions(smoke_ru
     assert not any(info["invalid_action"] for info in result.step_infos)
     again = run_episode(env, load_run_policy(run_dir, env), seed=5)
     assert again.total_reward == result.total_reward
+    if algo == "sac":  # the main job trains under NetScoreFeatures: on the bare env the policy adds them itself
+        from envs.problems import wrap
+
+        assert load_run_config(run_dir).env.wrappers == ["offline.uec.features:NetScoreFeatures"]
+        wrapped = wrap(gym.make("UEC-v0"), ["offline.uec.features:NetScoreFeatures"])
+        on_wrapped = run_episode(wrapped, load_run_policy(run_dir, wrapped), seed=5)
+        assert on_wrapped.total_reward == result.total_reward and on_wrapped.decisions == result.decisions
 
 
 def test_train__sigint_saves_a_checkpoint_and_flushes_the_logs(tmp_path):

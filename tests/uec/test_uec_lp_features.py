@@ -51,3 +51,47 @@ def test_uec_v0__lp_features_refuse_other_envs():
 def test_uec_v0__lp_features_kwarg_is_gone_with_a_pointer_to_the_wrapper():
     with pytest.raises(TypeError, match="lp_features"):
         gym.make("UEC-v0", lp_features=True)
+
+
+def test_uec_v0__net_score_features_are_lp_bid_price_scores_and_a_head_on_them_starts_as_it():
+    """NetScoreFeatures inserts lp_bid_price's R − price / max R (−1 where it may not choose) before the mask;
+    the per-action head built on it picks lp_bid_price's action at every decision before any training."""
+    import torch as th
+
+    from agents.uec.sac_head import UECActionScorer
+    from offline.registry import make_policy
+    from offline.uec.features import NetScoreFeatures
+
+    base = gym.make("UEC-v0")
+    wrapped = NetScoreFeatures(gym.make("UEC-v0"))
+    lay = wrapped.layout
+    assert lay.score_features and not lay.lp_features
+    head = UECActionScorer(lay.size, 1 + 16, [16], th.nn.ReLU, **UECActionScorer.kwargs_for_env(wrapped))
+    policy = make_policy("UEC-v0", "lp_bid_price", base.unwrapped)
+    scale = wrapped.unwrapped.instance.expected_profit.max()
+    decisions = 0
+    for seed in (0, 1):
+        obs_b, info = base.reset(seed=seed)
+        obs_w, _ = wrapped.reset(seed=seed)
+        policy.reset(base.unwrapped)
+        done = False
+        while not done:
+            assert wrapped.observation_space.contains(obs_w)
+            np.testing.assert_array_equal(np.delete(obs_w, np.r_[lay.slices["score"]]), obs_b)
+            score = lay.split(obs_w)["score"]
+            action = policy.act(obs_b, info)
+            if info["device"] >= 0:
+                expected = np.where(policy.candidates(info), policy.scores(info) / scale, -1.0)
+                np.testing.assert_allclose(score, np.clip(expected, -1, 1), rtol=1e-6, atol=1e-7)
+                with th.no_grad():
+                    logits = head(th.as_tensor(obs_w)[None])[0].numpy()
+                logits[~info["action_mask"].astype(bool)] = -np.inf
+                assert int(np.argmax(logits)) == action
+                decisions += 1
+            obs_b, _, done, _, info = base.step(action)
+            obs_w, *_ = wrapped.step(action)
+    assert decisions > 100
+    with pytest.raises(ValueError, match="net-score greedy"):
+        NetScoreFeatures(gym.make("UEC-v0"), heuristic="pickconfigs")
+    with pytest.raises(ValueError, match="before NetScoreFeatures"):
+        LPFeatures(NetScoreFeatures(gym.make("UEC-v0")))
