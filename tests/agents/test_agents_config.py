@@ -68,6 +68,16 @@ def test_train__command_line_algo_overrides_beat_env_algo_overrides():
     assert train.prepare(compose_cfg(["steps=123"])).steps == 123
 
 
+def test_train__algo_wrappers_join_env_wrappers_for_that_algo_only():
+    """The UEC main job's NetScoreFeatures applies to SAC only, after any env.wrappers, and the prepared config
+    (what a run saves and a resume reloads) lists it once with algo_wrappers emptied."""
+    sac = train.prepare(compose_cfg(["env=uec-v0", "algo=sac", "env.wrappers=[offline.uec.features:LPFeatures]"]))
+    assert sac.env["wrappers"] == ["offline.uec.features:LPFeatures", "offline.uec.features:NetScoreFeatures"]
+    assert sac.env["algo_wrappers"] == {}
+    assert train.prepare(sac.cfg).env["wrappers"] == sac.env["wrappers"]  # a resume does not add it twice
+    assert train.prepare(compose_cfg(["env=uec-v0", "algo=dqn"])).env["wrappers"] == []
+
+
 def test_train__unknown_env_or_algo_lists_the_valid_choices():
     with pytest.raises(MissingConfigException, match="Available options") as err:
         compose_cfg(["algo=nope"])
