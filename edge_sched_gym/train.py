@@ -256,7 +256,8 @@ def check_native_vector_env(env_cfg: dict[str, Any]) -> None:
                          "valid values here: ['dummy', 'subproc']")
     if env_cfg.get("wrappers"):
         raise ValueError(f"vec_env=native cannot apply env.wrappers={list(env_cfg['wrappers'])} (they wrap single "
-                         "envs): use vec_env=dummy or env.wrappers=[]")
+                         "envs; env.algo_wrappers.<algo> joins them): use vec_env=dummy, or env.wrappers=[] "
+                         "env.algo_wrappers.<algo>=[] to train without them")
 
 
 def make_native_vec_env(env_cfg: dict[str, Any], n_envs: int, seed: int) -> Any:
