@@ -34,9 +34,16 @@ def load_scalars(run_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
 
 
 def reference_name(run_dir: Path) -> str:
-    """The reference policy a run logged (from its config.yaml), e.g. ``rescue``."""
+    """The reference policy a run logged, e.g. ``rescue``: the one train.log says it chose when config.yaml lists
+    several (``reference: lp_bid_price, the best of [...]``), else config.yaml's."""
+    import re
+
     from omegaconf import OmegaConf
 
+    log = run_dir / "train.log"
+    chosen = re.search(r"reference: (\S+), the best of", log.read_text()) if log.is_file() else None
+    if chosen:
+        return chosen.group(1)
     config = run_dir / "config.yaml"
     name = OmegaConf.load(config).env.get("reference_policy") if config.is_file() else None
     return str(name or "reference policy")
