@@ -167,13 +167,14 @@ def _sac_run(tmp_path: Path) -> Path:
     from agents.masking import infer_mask_dim
     from agents.sac import DiscreteSAC
     from edge_sched_gym import train
+    from envs.problems import wrap
 
     run_dir = tmp_path / "runs" / "uec-v0__sac__0__x"
     with initialize_config_dir(config_dir=str(train.CONF_DIR), version_base="1.3"):
         prepared = train.prepare(compose("config", overrides=["env=uec-v0", "algo=sac", "steps=100"]))
     (run_dir / "checkpoints").mkdir(parents=True)
     OmegaConf.save(prepared.cfg, run_dir / "config.yaml")
-    env = gym.make("UEC-v0")
+    env = wrap(gym.make("UEC-v0"), prepared.env["wrappers"])  # the main job's NetScoreFeatures
     model = DiscreteSAC("MlpPolicy", env, mask_dim=infer_mask_dim(env), seed=0, device="cpu",
                         policy_kwargs={"net_arch": [16]})
     model.save(run_dir / "checkpoints" / "model_0_steps.zip")
