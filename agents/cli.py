@@ -65,3 +65,17 @@ def run_cli(main: Callable[[T], Any], schema: type[T], doc: str | None, argv: Se
         print(f"error: {err}\n(-h lists the keys)", file=sys.stderr)
         sys.exit(2)
     return main(cfg)
+
+
+def merge_schema(schema: type[T], cfg: dict[str, Any], algo: str) -> dict[str, Any]:
+    """``cfg`` (an algo config; a ``defaults`` list is ignored) merged over the dataclass ``schema``'s defaults as
+    a plain dict; unknown keys and wrong types raise ValueError naming ``algo``, the key and the valid keys."""
+    from omegaconf.errors import ConfigKeyError
+
+    cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # an edge_sched_gym/conf/algo YAML read as plain YAML
+    try:
+        return OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(schema), cfg), resolve=True)  # type: ignore[return-value]
+    except OmegaConfBaseException as err:
+        what = "unknown key" if isinstance(err, ConfigKeyError) else "invalid value"
+        raise ValueError(f"algo={algo}: {what} at algo.{err.full_key} ({str(err.msg).splitlines()[0]}); valid keys: "
+                         f"{sorted(schema.__dataclass_fields__)}") from None

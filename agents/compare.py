@@ -5,13 +5,17 @@
         instance_base=100 instances=10 episodes=2 out=results/uec/prior/held_out   # the Leaderboard's held-out set
     python -m agents.compare "runs=[runs/a*,runs/b*]" env_id=UEC-v0 episodes=30 \
         "baselines=[pickconfigs,srs,sumita,cvs,random]" "others=[rescue,rescue_fallback]"
+    python -m agents.compare "runs=[runs/oinc_prior/*]" env_id=OINC-v0 metric=slo_weighted_sum \
+        higher_is_better=false "baselines=[slo_liu+ekya]" "others=[]" out=results/oinc/prior/held_out  # a cost
 
 Every run folder (grouped by the algorithm its config.yaml names) and every baseline is evaluated by
 :func:`offline.runner.evaluate` on the same instances and episode seeds (common random numbers; the
 runs' own env kwargs, which must agree; runs of one algorithm at several budgets form one group per
 budget). A run's score is its mean ``metric`` divided by the best
-baseline's (the strongest of ``baselines`` on these very episodes), so 1.0 = as good as the best
-baseline. Per algorithm (Agarwal et al., NeurIPS 2021, via rliable): the interquartile mean of the
+baseline's (the strongest of ``baselines`` on these very episodes; for a cost, ``higher_is_better=false``, the
+best baseline's divided by the run's), so 1.0 = as good as the best baseline and above 1 = better. A metric the
+summary rows lack is averaged from the evaluation's episode rows (OINC's ``slo_weighted_sum``); with episode
+rows each run also gets its paired per-episode difference to the best baseline with a 95 % CI. Per algorithm (Agarwal et al., NeurIPS 2021, via rliable): the interquartile mean of the
 runs' scores with a stratified-bootstrap 95 % CI, the mean, and the probability of improvement over the
 best baseline — the chance that a training run of the algorithm beats it (ties count ½), with its CI.
 
@@ -41,7 +45,8 @@ class CompareConfig:
     env_id: str = "UEC-v0"
     baselines: list[str] = field(default_factory=lambda: ["pickconfigs", "srs", "sumita", "cvs", "random"])
     others: list[str] = field(default_factory=lambda: ["rescue"])  # evaluated and reported, not a reference
-    metric: str = "profit_mean"  # summary column, higher is better
+    metric: str = "profit_mean"  # a summary column, or an episode column (e.g. OINC's slo_weighted_sum)
+    higher_is_better: bool = True  # false for costs (OINC's slo_weighted_sum, CoRaiS' response time)
     instances: int = 1
     episodes: int = 30
     seed: int = 0  # episode seeds seed, seed+1, ...; UEC: instance i has instance_seed = seed + i unless instance_base
@@ -223,16 +228,28 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     rows = evaluate(cfg.env_id, env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
                     out_dir=out / "evaluation", progress=False, resolve=resolve_policy, wrappers=wrappers,
                     instance_base=cfg.instance_base)
-    value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}
-    best_name = max(cfg.baselines, key=lambda n: value[n])
+    episodes = episode_values(out / "evaluation", cfg.metric)
+    if rows and cfg.metric in rows[0]:
+        value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}
+    elif episodes:
+        value = {p: float(np.mean(list(v.values()))) for p, v in episodes.items()}
+    else:
+        raise ValueError(f"metric={cfg.metric!r} is neither a summary column nor an episode column of this "
+                         f"evaluation; summary columns: {sorted(rows[0]) if rows else []}")
+    best_name = (max if cfg.higher_is_better else min)(cfg.baselines, key=lambda n: value[n])
     best = value[best_name]
+
+    def ratio(v: float, ref: float) -> float:  # > 1 = better than ref, either direction
+        return v / ref if cfg.higher_is_better else ref / v
+
     groups = algorithm_groups(configs)  # the same algorithm at several budgets: one group per budget
     per_run = []
     for run in runs:
+        paired = paired_difference(episodes, str(run), best_name, cfg.higher_is_better)
         per_run.append({"algo": groups[run], "seed": int(configs[run].seed), "run": str(run), "steps": int(configs[run].steps),
                         cfg.metric: value[str(run)],
-                        "score": value[str(run)] / best,
-                        **{f"vs_{o}": value[str(run)] / value[o] for o in cfg.others if value[o] > 0}})
+                        "score": ratio(value[str(run)], best), **paired,
+                        **{f"vs_{o}": ratio(value[str(run)], value[o]) for o in cfg.others if value[o] > 0}})
     algos = list(dict.fromkeys(r["algo"] for r in per_run))
     scores = {a: np.array([[r["score"]] for r in per_run if r["algo"] == a]) for a in algos}
     iqm = interval_estimates(scores, cfg.reps)
@@ -242,13 +259,49 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
         x = scores[a][:, 0]
         table.append({"algo": a, "runs": int(x.size), **iqm[a], "mean": float(x.mean()), "min": float(x.min()),
                       "max": float(x.max()), **poi[a], "best_baseline": best_name, f"best_baseline_{cfg.metric}": best,
+                      "metric": cfg.metric, "higher_is_better": cfg.higher_is_better,
                       "episodes_per_run": cfg.instances * cfg.episodes})
     _write(out / "runs.csv", per_run)
     _write(out / "learners.csv", table)
     _write(out / "policies.csv", rows)
-    _plot(table, best_name, out / "learners.png")
+    _plot(table, best_name, out / "learners.png", metric=cfg.metric)
     (out / "command.txt").write_text("python -m agents.compare " + " ".join(sys.argv[1:]) + "\n")
     return table
+
+
+def episode_values(folder: Path, metric: str) -> dict[str, dict[tuple[str, str], float]]:
+    """Per policy, ``metric`` per (instance, episode) from the evaluation's ``*_episodes.csv`` (the column
+    ``metric``, or ``metric`` without its ``_mean`` suffix: UEC's ``profit_mean`` is ``profit`` per episode);
+    empty when the file or the column is missing."""
+    files = sorted(folder.glob("*_episodes.csv"))
+    if len(files) != 1:
+        return {}
+    with files[0].open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        column = metric if metric in columns else metric.removesuffix("_mean")
+        if column not in columns:
+            return {}
+        out: dict[str, dict[tuple[str, str], float]] = {}
+        for row in reader:
+            out.setdefault(row["policy"], {})[(row["instance"], row["episode"])] = float(row[column])
+    return out
+
+
+def paired_difference(episodes: dict[str, dict[tuple[str, str], float]], policy: str, reference: str,
+                      higher_is_better: bool = True) -> dict[str, Any]:
+    """Mean per-episode difference ``policy − reference`` with its 95 % CI half-width (common random numbers make
+    the episodes pairs) and the episodes where ``policy`` did better / worse; empty without episode values."""
+    from offline.stats import mean_ci95
+
+    if policy not in episodes or reference not in episodes:
+        return {}
+    ref = episodes[reference]
+    diff = np.array([episodes[policy][k] - ref[k] for k in ref])
+    mean, half = mean_ci95(diff)
+    sign = 1.0 if higher_is_better else -1.0
+    return {"paired_diff": mean, "paired_diff_ci95": half, "episodes_better": int(np.sum(sign * diff > 0)),
+            "episodes_worse": int(np.sum(sign * diff < 0))}
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> None:

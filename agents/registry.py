@@ -171,6 +171,8 @@ ALGOS: dict[str, AlgoSpec] = {
                        loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0", "CoRaiS-v1")),
     "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", "agents.uec.trainer:TrainConfig", None,
                            loader="agents.uec.trainer:load_policy", env_ids=("UEC-v0",)),
+    "oinc_prior": AlgoSpec("oinc_prior", "custom", "agents.oinc.prior:train", "agents.oinc.prior:TrainConfig", None,
+                           loader="agents.oinc.prior:load_policy", env_ids=("OINC-v0",)),
 }
 
 #: ConfigStore name of an algo's schema: ``edge_sched_gym/conf/algo/<name>.yaml`` starts with ``defaults: [<name>_schema, _self_]``.

@@ -30,6 +30,7 @@ __all__ = [
     "TUNING_SEED",
     "EvaluationSet",
     "check_disjoint",
+    "check_instance_pool",
     "held_out_instances",
     "training_instance",
     "tuning_set",
@@ -88,6 +89,17 @@ def tuning_set(instances: int, episodes: int) -> EvaluationSet:
     if not 1 <= instances <= TUNING_INSTANCES_MAX:
         raise ValueError(f"instances={instances} is invalid: expected 1..{TUNING_INSTANCES_MAX}")
     return EvaluationSet("tuning", TUNING_INSTANCE_BASE, instances, episodes, TUNING_SEED)
+
+
+def check_instance_pool(base: int, count: int, key: str = "algo.instance_pool_base") -> None:
+    """Raise ValueError naming ``key`` if a learner's pool of extra training instances ``base .. base+count-1``
+    overlaps the training, tuning or held-out instances (a learner must never train on what it is judged on)."""
+    reserved = {TRAINING_INSTANCE, *range(HELD_OUT_INSTANCE_BASE, HELD_OUT_INSTANCE_BASE + HELD_OUT_INSTANCES_MAX),
+                *range(TUNING_INSTANCE_BASE, TUNING_INSTANCE_BASE + TUNING_INSTANCES_MAX)}
+    if reserved & set(range(base, base + count)):
+        raise ValueError(f"{key}={base}: the pool of {count} instances overlaps the training ({TRAINING_INSTANCE}), "
+                         f"held-out ({HELD_OUT_INSTANCE_BASE}..) or tuning ({TUNING_INSTANCE_BASE}..) instances of "
+                         "offline.partition")
 
 
 def check_disjoint() -> None:

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.priors import correction_mlp
 from agents.uec.model import ENV_ID, save_model
 from envs.uec.env import ObservationLayout, UECEnv
 from envs.uec.types import Instance
@@ -140,15 +141,7 @@ class PriorNet(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.layout = cfg.layout
-        layers: list[nn.Module] = []
-        width = cfg.token_features
-        for _ in range(cfg.layers):
-            layers += [nn.Linear(width, cfg.hidden), nn.Tanh()]
-            width = cfg.hidden
-        last = nn.Linear(width, 1)
-        nn.init.zeros_(last.weight)
-        nn.init.zeros_(last.bias)
-        self.correction = nn.Sequential(*layers, last)
+        self.correction = correction_mlp(cfg.token_features, cfg.hidden, cfg.layers)
         self.log_alpha = nn.Parameter(torch.tensor(-float(np.log(cfg.temperature))))
 
     def forward(self, tokens: torch.Tensor, score: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:

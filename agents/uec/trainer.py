@@ -89,16 +89,9 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
         """Validate ``cfg`` against the schema (unknown keys, types, ranges); ``model`` stays a plain dict."""
-        from omegaconf import OmegaConf
-        from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+        from agents.cli import merge_schema
 
-        cfg = {k: v for k, v in cfg.items() if k != "defaults"}  # a edge_sched_gym/conf/algo YAML read as plain YAML
-        try:
-            data = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls), cfg), resolve=True)
-        except OmegaConfBaseException as err:
-            what = "unknown key" if isinstance(err, ConfigKeyError) else "invalid value"
-            raise ValueError(f"algo=corais_uec: {what} at algo.{err.full_key} ({str(err.msg).splitlines()[0]}); valid keys: "
-                             f"{sorted(cls.__dataclass_fields__)}") from None
+        data = merge_schema(cls, cfg, "corais_uec")
         out = cls(**data)  # type: ignore[arg-type]
         for key in ("seeds_per_batch", "samples", "eval_every", "eval_episodes", "checkpoint_every", "threads"):
             if int(getattr(out, key)) < 1:
@@ -123,15 +116,9 @@ class TrainConfig:
             raise ValueError("algo.explore must be in [0, 1] and state_prob in (0, 1]")
         if not 0.0 <= out.fixed_instance_share <= 1.0:
             raise ValueError(f"algo.fixed_instance_share={out.fixed_instance_share} is invalid: expected 0..1")
-        from offline import partition
+        from offline.partition import check_instance_pool
 
-        pool = range(out.instance_pool_base, out.instance_pool_base + out.train_instances)
-        reserved = {partition.TRAINING_INSTANCE, *range(partition.HELD_OUT_INSTANCE_BASE,
-                    partition.HELD_OUT_INSTANCE_BASE + partition.HELD_OUT_INSTANCES_MAX),
-                    *range(partition.TUNING_INSTANCE_BASE, partition.TUNING_INSTANCE_BASE + partition.TUNING_INSTANCES_MAX)}
-        if reserved & set(pool):
-            raise ValueError(f"algo.instance_pool_base={out.instance_pool_base}: the pool overlaps the held-out, "
-                             "tuning or training instances of offline.partition")
+        check_instance_pool(out.instance_pool_base, out.train_instances)
         return out
 
 

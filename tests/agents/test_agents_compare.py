@@ -84,3 +84,25 @@ def test_compare__evaluate_py_writes_the_learner_table_for_trained_runs(tmp_path
     best = max(summary["pickconfigs"], summary["random"])
     assert float(learners[0]["mean"]) == pytest.approx(summary[run] / best)
     assert pretrained.path("uec-v0-sac").is_dir()
+
+
+def test_compare__episode_metrics_and_paired_differences_follow_the_metric_direction(tmp_path):
+    """A metric the summary lacks is read per episode (``profit_mean`` is ``profit`` there); paired differences are
+    run − reference per (instance, episode), and 'better' means lower for a cost."""
+    from agents.compare import episode_values, paired_difference
+
+    (tmp_path / "oinc_episodes.csv").write_text(
+        "policy,instance,episode,slo_weighted_sum,profit\n"
+        "base,0,0,10,1\nbase,0,1,20,2\nbase,1,0,30,3\n"
+        "run,0,0,9,1\nrun,0,1,21,2\nrun,1,0,27,3\n")
+    values = episode_values(tmp_path, "slo_weighted_sum")
+    assert values["run"] == {("0", "0"): 9.0, ("0", "1"): 21.0, ("1", "0"): 27.0}
+    assert episode_values(tmp_path, "profit_mean")["base"][("1", "0")] == 3.0
+    assert episode_values(tmp_path, "nonsense") == {}
+    cost = paired_difference(values, "run", "base", higher_is_better=False)
+    assert cost["paired_diff"] == pytest.approx(-1.0)  # (−1 + 1 − 3) / 3
+    assert (cost["episodes_better"], cost["episodes_worse"]) == (2, 1)
+    assert cost["paired_diff_ci95"] > 0
+    gain = paired_difference(values, "run", "base", higher_is_better=True)
+    assert (gain["episodes_better"], gain["episodes_worse"]) == (1, 2)
+    assert paired_difference(values, "missing", "base") == {}
