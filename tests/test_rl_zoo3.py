@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 rl_zoo3 = pytest.importorskip("rl_zoo3", reason="rl-zoo3 is not installed (pip install rl_zoo3, or the dev extra)")
 
@@ -86,6 +87,8 @@ def test_rl_zoo3__enjoy_loads_an_exported_shipped_agent(tmp_path, monkeypatch, c
 
     model = export_pretrained("uec-v0-sac", tmp_path / "zoo-agents")
     assert model == tmp_path / "zoo-agents" / "sac_d" / "UEC-v0_1" / "UEC-v0.zip"
+    hyper = yaml.safe_load((model.parent / "UEC-v0" / "config.yml").read_text())
+    assert hyper["env_wrapper"] == ["offline.uec.features.NetScoreFeatures"]  # the main job's features
     # rl-zoo3's own loader finds it where enjoy looks
     from rl_zoo3.utils import get_model_path
 

@@ -72,7 +72,7 @@ def _evaluate_cfg(overrides: list[str]):
         return compose("evaluate", overrides=["progress=false", *overrides])
 
 
-TINY = ["env=uec-v0", "algo=sac", "env.kwargs.scenario=tiny", "steps=1000"]
+TINY = ["env=uec-v0", "algo=sac", "env.kwargs.scenario=tiny", "steps=1000", "env.algo_wrappers.sac=[]"]  # a bare-env model
 
 
 def _tiny_model() -> tuple[DiscreteSAC, gym.Env]:

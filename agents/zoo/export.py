@@ -39,7 +39,8 @@ def export_pretrained(name: str, out: Path | str, exp_id: int = EXP_ID) -> Path:
     """Write shipped agent ``name`` under rl-zoo3's log folder ``out``; returns the model file written.
 
     The env kwargs the agent was trained with go to ``args.yml`` (``env_kwargs``), so ``enjoy`` makes the same env
-    (e.g. OINC's ``observation=extended``). Env wrappers from the run's config are refused (none shipped has any).
+    (e.g. OINC's ``observation=extended``); the run's env wrappers go to ``config.yml``'s ``env_wrapper`` (rl-zoo3's
+    dotted ``module.Class`` names), e.g. the UEC main job's ``offline.uec.features.NetScoreFeatures``.
     """
     from omegaconf import OmegaConf
 
@@ -55,9 +56,6 @@ def export_pretrained(name: str, out: Path | str, exp_id: int = EXP_ID) -> Path:
     if algo not in ZOO_ALGO or get_spec(cfg.algo).kind != "sb3":
         raise ValueError(f"{name} was trained with algo={algo!r}, which has no rl-zoo3 name; exportable: {sorted(ZOO_ALGO)}")
     env_cfg: dict[str, Any] = OmegaConf.to_container(cfg.env, resolve=True)  # type: ignore[assignment]
-    if env_cfg.get("wrappers"):
-        raise ValueError(f"{name} was trained with env wrappers {env_cfg['wrappers']}, which an rl-zoo3 export "
-                         "cannot carry")
     env_id, env_kwargs = str(env_cfg["id"]), dict(env_cfg.get("kwargs") or {})
     model = loading.load_run_model(folder / loading.MODEL_FILE)
     run = Path(out) / ZOO_ALGO[algo] / f"{env_id}_{int(exp_id)}"
@@ -67,6 +65,8 @@ def export_pretrained(name: str, out: Path | str, exp_id: int = EXP_ID) -> Path:
     algo_cfg: dict[str, Any] = OmegaConf.to_container(cfg.algo, resolve=True)  # type: ignore[assignment]
     hyper = {"policy": algo_cfg.get("policy", "MlpPolicy"), "n_envs": 1, "normalize": False,
              "env_kwargs": env_kwargs, "pretrained": name}
+    if env_cfg.get("wrappers"):
+        hyper["env_wrapper"] = [str(w).replace(":", ".") for w in env_cfg["wrappers"]]
     (run / env_id / "config.yml").write_text(yaml.safe_dump(hyper, sort_keys=True))
     (run / env_id / "args.yml").write_text(yaml.safe_dump(
         {"algo": ZOO_ALGO[algo], "env": env_id, "env_kwargs": env_kwargs, "seed": int(cfg.seed)}, sort_keys=True))

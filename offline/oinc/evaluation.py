@@ -94,10 +94,10 @@ DEFAULT_EVALUATION: dict[str, Any] = {
 }
 
 
-def trained_observation(path: str) -> str | None:
-    """The ``env.kwargs.observation`` a trained run (a folder, or a model file inside one) was trained with, read from
-    its config.yaml (None when it names none): a trained A_inf is played on the observation it was trained on. The
-    observation only encodes the state; the dynamics and the other pairs' heuristics do not read it."""
+def trained_env_kwargs(path: str) -> dict[str, Any]:
+    """The ``env.kwargs`` a trained run (a folder, or a model file inside one) was trained with, read from its
+    config.yaml ({} when none): a trained A_inf is played on the observation it was trained on, and a bare run is
+    paired with the retraining controller and share it was trained beside (``algo=oinc_prior`` trains with Ekya)."""
     import yaml
 
     candidate = pathlib.Path(path)
@@ -107,10 +107,17 @@ def trained_observation(path: str) -> str | None:
             try:
                 cfg = yaml.safe_load(config.read_text()) or {}
             except yaml.YAMLError:
-                return None
-            value = ((cfg.get("env") or {}).get("kwargs") or {}).get("observation") if isinstance(cfg, dict) else None
-            return str(value) if value is not None else None
-    return None
+                return {}
+            kwargs = ((cfg.get("env") or {}).get("kwargs") or {}) if isinstance(cfg, dict) else {}
+            return dict(kwargs) if isinstance(kwargs, dict) else {}
+    return {}
+
+
+def trained_observation(path: str) -> str | None:
+    """The ``env.kwargs.observation`` a trained run was trained with (None when it names none). The observation
+    only encodes the state; the dynamics and the other pairs' heuristics do not read it."""
+    value = trained_env_kwargs(path).get("observation")
+    return str(value) if value is not None else None
 
 
 def is_trained(path: str) -> bool:
@@ -142,7 +149,9 @@ def resolve_pair(name: str, model: str | None, default_controller: str = "aret")
         return name, controller, inference, note
     if "+" in name:
         inference, controller = name.rsplit("+", 1)
-    elif name in INFERENCE_POLICIES or is_trained(name):
+    elif is_trained(name):  # paired with the controller it was trained beside, else the env config's
+        inference, controller = name, str(trained_env_kwargs(name).get("retraining") or default_controller)
+    elif name in INFERENCE_POLICIES:
         inference, controller = name, default_controller
     else:
         valid = [*TABLE2, "oinc=<run_dir>", "<inference>+<controller>", "<run_dir>"]
@@ -214,6 +223,11 @@ class OINCHook(EvaluationHook):
             label, controller, inference, note = resolve_pair(name, run.options["model"], run.state["default_controller"])
             kwargs = dict(run.policy_kwargs.get(label, {}))
             controller_kwargs = {key: kwargs.pop(key) for key in CONTROLLER_KWARGS if key in kwargs}
+            if inference is not None and is_trained(inference) and "+" not in name:
+                trained = trained_env_kwargs(inference)  # the share the run was trained beside, when it names one
+                if trained.get("retraining") == controller:
+                    controller_kwargs.update({k: trained[k] for k in CONTROLLER_KWARGS
+                                              if trained.get(k) is not None and k not in controller_kwargs})
             extra = {"controller": controller, "note": note, "controller_kwargs": controller_kwargs}
             entries.setdefault(label, Entry(label, inference, kwargs, extra))
         return list(entries.values())

@@ -45,6 +45,30 @@ def test_oinc_ladder__rung_names_are_pairs_evaluate_accepts() -> None:
     assert all(SPEC.descriptions[name].startswith(("ours:", "proven")) for name in (*SPEC.ours, *BOUND_NAMES))
 
 
+def test_oinc_ladder__a_bare_trained_run_is_paired_with_the_controller_and_share_it_was_trained_beside(tmp_path) -> None:
+    """algo=oinc_prior trains slo_liu's correction beside Ekya at the pair's share: evaluate.py and the ladder play a
+    bare run folder (or its model file) with that controller and share; a run that names none gets the env's
+    default controller, and '<run>+<controller>' still picks the controller explicitly."""
+    from offline.oinc.evaluation import OINCHook, trained_env_kwargs
+    from offline.runner import Run
+
+    ekya_run, plain_run = tmp_path / "ekya", tmp_path / "plain"
+    for folder, kwargs in ((ekya_run, {"retraining": "ekya", "retraining_share": 0.5}), (plain_run, {})):
+        (folder / "checkpoints").mkdir(parents=True)
+        (folder / "config.yaml").write_text(yaml.safe_dump({"env": {"id": ENV_ID, "kwargs": kwargs}}))
+    assert trained_env_kwargs(str(ekya_run / "checkpoints" / "m.pt"))["retraining"] == "ekya"
+    assert resolve_pair(str(ekya_run), None)[1] == "ekya"
+    assert resolve_pair(str(plain_run), None, "kalmia")[1] == "kalmia"
+    assert resolve_pair(f"{ekya_run}+aret", None)[1] == "aret"
+    run = Run(ENV_ID, {}, [str(ekya_run), f"{ekya_run}+aret"], instances=1, episodes=1, seed=0, out_dir=tmp_path,
+              options={"model": None}, policy_kwargs={}, resolve=None)
+    evaluation = OINCHook()
+    evaluation.prepare(run)
+    entries = {e.name: e for e in evaluation.entries(run)}
+    assert entries[str(ekya_run)].extra["controller_kwargs"] == {"retraining_share": 0.5}
+    assert entries[f"{ekya_run}+aret"].extra["controller_kwargs"] == {}
+
+
 def test_oinc_ladder__slo_weighted_sum_penalises_only_below_the_threshold() -> None:
     assert slo_weighted_sum(50.0, SLO_HIT_THRESHOLD) == 50.0
     assert slo_weighted_sum(50.0, 1.0) == 50.0
