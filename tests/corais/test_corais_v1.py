@@ -73,7 +73,8 @@ def test_corais_v1__queues_grow_with_replicas_and_load() -> None:
     assert terciles[0] < terciles[1] < terciles[2]  # faster / more replicated edges hold longer queues
 
 
-@pytest.mark.parametrize("scale", [(10, 5, 50), (20, 10, 50), (20, 10, 200)])
+@pytest.mark.parametrize("scale", [(10, 5, 50), pytest.param((20, 10, 50), marks=pytest.mark.slow),
+                                   pytest.param((20, 10, 200), marks=pytest.mark.slow)])  # 12 s each: the default run keeps one
 def test_corais_v1__optimum_exceeds_the_backlog_only_bound(scale) -> None:
     """The MILP's proven lower bound (or, failing that, the best dispatch found) is above the backlog-only
     bound on every instance of a small sample (v0: 43-100 % trivial at these scales)."""
