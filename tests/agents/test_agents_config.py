@@ -187,6 +187,7 @@ def test_train__command_line_out_of_range_value_exits_2_before_any_run_folder(tm
     assert not list(tmp_path.iterdir())  # no run folder
 
 
+@pytest.mark.slow  # 14 s; tests/test_submitit.py runs a two-seed sweep through a launcher in the default suite
 def test_train__joblib_multirun_leaves_one_run_folder_per_seed(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     result = _train_py("-m", "seed=0,1", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "env=uec-v0",
