@@ -4,7 +4,8 @@ Importing this package registers the shipped dispatchers under ``corais_greedy``
 of K sampled dispatches): ``pretrained/model.pt`` for ``CoRaiS-v0`` and, when shipped,
 ``pretrained/model_v1.pt`` (trained on CoRaiS-v1 at (10, 5, 100)) for ``CoRaiS-v1``, or the per-scale
 ``model_v1_<N>-<Q>-<Z>.pt`` where one was trained at the env's scale (``shipped_checkpoint``); ``run_dir=``
-loads another trained run instead (``agents.loading.resolve_policy``).
+loads another trained run instead (``agents.loading.resolve_policy``). ``corais_ils_100ms`` is the same
+network inside our iterated local search, 100 ms per decision (``CoRaiSPolicy(search_time=...)``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ ENV_ID = "CoRaiS-v0"
 DECODINGS: dict[str, int | None] = {
     "corais_greedy": None, "corais_10": 10, "corais_100": 100, "corais_500": 500, "corais_1k": 1000,
 }
+#: Registered name -> seconds per decision of the learned dispatcher inside our ILS (``CoRaiSPolicy``).
+SEARCHES: dict[str, float] = {"corais_ils_100ms": 0.1}
 
 
 #: Shipped weights per env id (in agents/corais/pretrained/).
@@ -35,13 +38,14 @@ def shipped_checkpoint(env_id: str, scale: tuple[int, int, int], folder: Path = 
     return per_scale if (folder / per_scale).is_file() else SHIPPED[env_id]
 
 
-def _register(env_id: str, name: str, samples: int | None) -> None:
+def _register(env_id: str, name: str, samples: int | None, search_time: float | None = None) -> None:
     @register_learned_policy(env_id, name)
     def factory(env: Any, run_dir: str | Path | None = None, **kwargs: Any) -> Any:
         from agents.corais.policy import load_corais_policy
 
         if run_dir is None:
             kwargs.setdefault("checkpoint", shipped_checkpoint(env_id, tuple(env.unwrapped.scenario.scale)))
+        kwargs.setdefault("search_time", search_time)
         return load_corais_policy(run_dir, env, samples=samples, **kwargs)
 
 
@@ -49,3 +53,5 @@ for _env_id, _file in SHIPPED.items():
     if _env_id == ENV_ID or (PRETRAINED / _file).is_file():
         for _name, _samples in DECODINGS.items():
             _register(_env_id, _name, _samples)
+        for _name, _seconds in SEARCHES.items():
+            _register(_env_id, _name, None, _seconds)

@@ -8,6 +8,7 @@ reads ``env.unwrapped.instance``; greedy uses the observation only.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -89,23 +90,38 @@ def load_model(path: Path, device: str = "cpu") -> tuple[CoRaiSNet, dict[str, An
 
 
 class CoRaiSPolicy:
-    """The trained dispatcher: greedy (``samples=None``) or best of ``samples`` sampled decisions.
+    """The trained dispatcher: greedy (``samples=None``), best of ``samples`` sampled decisions, or, with
+    ``search_time`` seconds, the learned dispatcher inside our iterated local search.
+
+    With ``search_time``: the search starts from the better of the network's greedy dispatch and
+    ``list_greedy``, and its kicks move requests to edges drawn from the network's probabilities
+    (``offline.corais.search.iterated_local_search(kick_probs=...)``) until ``search_time`` seconds after
+    the decision began (the forward pass included). Parameters: tuned.yaml's, as the ``ils_*`` rungs.
 
     ``threads`` sets torch's intra-op threads for the process (default 1: a greedy decision at
     (10, 5, 100) takes ~1 ms on one core, but hundreds of ms when two threads spin on a loaded machine).
     """
 
     def __init__(
-        self, model: CoRaiSNet, samples: int | None = None, device: str = "cpu", threads: int | None = 1
+        self, model: CoRaiSNet, samples: int | None = None, device: str = "cpu", threads: int | None = 1,
+        search_time: float | None = None,
     ) -> None:
         if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
             raise ValueError(f"samples={samples!r} is invalid: expected None (greedy) or an integer >= 1")
+        if search_time is not None and (samples is not None or not search_time > 0):
+            raise ValueError(f"search_time={search_time!r} is invalid with samples={samples!r}: expected "
+                             "seconds > 0 with samples=None (the search replaces sampling)")
         self.model = model.eval()
         self.samples = samples
+        self.search_time = None if search_time is None else float(search_time)
         self.device = device
-        self.name = "corais_greedy" if samples is None else ("corais_1k" if samples == 1000 else f"corais_{samples}")
+        if search_time is not None:
+            self.name = f"corais_ils_{round(search_time * 1000)}ms"
+        else:
+            self.name = "corais_greedy" if samples is None else ("corais_1k" if samples == 1000 else f"corais_{samples}")
         self._env: gym.Env | None = None
         self._gen = torch.Generator(device="cpu")
+        self.last_result: Any = None
         if threads:  # process-wide: one thread is fastest for this small model (more spin-wait when busy)
             torch.set_num_threads(int(threads))
 
@@ -120,14 +136,20 @@ class CoRaiSPolicy:
         reqs = torch.as_tensor(np.asarray(obs["requests"]).reshape(1, -1, REQUEST_FEATURES), device=self.device)
         return self.model(edges, reqs)[0]
 
+    def _instance(self) -> Any:
+        if self._env is None:
+            raise RuntimeError("CoRaiSPolicy.reset(env) must be called before sampled or searched decisions")
+        return self._env.unwrapped.instance
+
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
+        begin = time.perf_counter()
         logp = self.log_probs(obs)
+        if self.search_time is not None:
+            return self._search(logp, begin)
         if self.samples is None:
             return logp.argmax(dim=-1).cpu().numpy().astype(np.int64)
-        if self._env is None:
-            raise RuntimeError("CoRaiSPolicy.reset(env) must be called before sampling decisions")
         probs = logp.exp().cpu()
-        instance = self._env.unwrapped.instance
+        instance = self._instance()
         chunk = max(1, 2_000_000 // probs.shape[0])  # bound the memory of large scales (Z up to 15k)
         best_cost, best = np.inf, None
         for start in range(0, self.samples, chunk):
@@ -140,6 +162,23 @@ class CoRaiSPolicy:
         assert best is not None
         return best
 
+    def _search(self, logp: torch.Tensor, begin: float) -> np.ndarray:
+        """The learned dispatcher inside the ILS (class docstring), within ``search_time`` of ``begin``."""
+        from offline.corais.greedy import list_greedy
+        from offline.corais.policies import ILS_PARAMS
+        from offline.corais.search import iterated_local_search
+
+        instance = self._instance()
+        probs = logp.exp().cpu().numpy().astype(np.float64)
+        greedy = probs.argmax(axis=1).astype(np.int64)
+        listed = list_greedy(instance)
+        start = greedy if float(dispatch_cost(instance, greedy)) < float(dispatch_cost(instance, listed)) else listed
+        seed = int(torch.randint(2**31 - 1, (1,), generator=self._gen))
+        left = max(self.search_time - (time.perf_counter() - begin), 1e-4)
+        self.last_result = iterated_local_search(instance, time_limit=left, seed=seed, start=start,
+                                                 kick_probs=probs, **ILS_PARAMS)
+        return self.last_result.action
+
 
 def load_corais_policy(
     run_dir: str | Path | None,
@@ -148,6 +187,7 @@ def load_corais_policy(
     checkpoint: str = MODEL_FILE,
     device: str = "cpu",
     threads: int | None = 1,
+    search_time: float | None = None,
 ) -> CoRaiSPolicy:
     """A CoRaiSPolicy from ``run_dir/checkpoint`` (or the shipped pretrained model when run_dir is None)."""
     folder = PRETRAINED_DIR if run_dir is None else Path(run_dir)
@@ -158,4 +198,4 @@ def load_corais_policy(
             f"(agents/corais/trainer.py) or None for the shipped model in {PRETRAINED_DIR}"
         )
     model, _ = load_model(path, device=device)
-    return CoRaiSPolicy(model, samples=samples, device=device, threads=threads)
+    return CoRaiSPolicy(model, samples=samples, device=device, threads=threads, search_time=search_time)

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numba
 import numpy as np
 
 from envs.corais.types import Backlog, CostTables, Instance
@@ -137,6 +138,18 @@ def _edge_times(xp: Any, workload: Any, local_cmp: Any, in_cmp: Any, trn_max: An
     c_in = workload[..., 2] + in_cmp
     o_out = xp.maximum(xp.maximum(workload[..., 3], workload[..., 4]), res_max)
     return xp.maximum(c_local, s_in) + c_in + o_out
+
+
+@numba.njit(cache=True)
+def edge_time_scalar(workload: np.ndarray, j: int, local_cmp: float, in_cmp: float, trn_max: float,
+                     res_max: float) -> float:
+    """``_edge_times`` for one edge ``j`` in compiled code (the searches' kernels, offline.corais.search):
+    the same formula, term for term and in the same order, so it returns the same float (tested)."""
+    c_local = workload[j, 0] + local_cmp
+    s_in = max(workload[j, 1], trn_max)
+    c_in = workload[j, 2] + in_cmp
+    o_out = max(max(workload[j, 3], workload[j, 4]), res_max)
+    return max(c_local, s_in) + c_in + o_out
 
 
 def edge_times_from_aggregates(

@@ -59,8 +59,8 @@ SPEC = LadderSpec(
     higher_is_better=False,
     random="random1",
     papers=("local", "predicted", "random100", "random1k", "milp_10s"),
-    ours=("list_greedy", "list_greedy_ls", "ils_50ms", "ils_1s", "ils_5s"),
-    learners=("corais_greedy", "corais_100", "corais_1k"),
+    ours=("list_greedy", "list_greedy_ls", "ils_50ms", "ils_100ms", "ils_1s", "ils_5s"),
+    learners=("corais_greedy", "corais_100", "corais_1k", "corais_ils_100ms"),
     bounds=ladder_bounds,
     bound_names=("lower_bound", "best_known"),
     proven_bounds=("lower_bound",),
@@ -73,7 +73,11 @@ SPEC = LadderSpec(
         "list_greedy_ls": "ours: list_greedy, then move/swap local search on the critical edge until it stalls",
         "ils_50ms": "ours: iterated local search (list_greedy start, best-improvement move/swap descent on "
                     "(R, sum T_j^2), random kicks; tuned on instances 900..), 50 ms per dispatch",
+        "ils_100ms": "ours: the same search, 100 ms per dispatch (the learned corais_ils_100ms's budget)",
         "ils_1s": "ours: the same search, 1 s per dispatch",
+        "corais_ils_100ms": "the shipped dispatcher inside ils_100ms's search: it starts from the better of its "
+                            "greedy dispatch and list_greedy, and its kicks move requests to edges drawn from "
+                            "its probabilities; 100 ms per dispatch, forward pass included",
         "ils_5s": "ours: the same search, 5 s per dispatch",
         "lower_bound": "proven lower bound on the optimum: max(backlog-only bound, fluid bound, HiGHS's dual "
                        "bound after 10 s at the default scale)",

@@ -1,6 +1,6 @@
 """CoRaiS non-learning policies: the exact MILP (``offline.corais.milp``), Local, Predicted, Random(k),
 list_greedy and list_greedy_ls (``offline.corais.greedy``), and ours: the anytime iterated local search
-``ils_50ms`` / ``ils_1s`` / ``ils_5s`` / ``ils`` (``offline.corais.search``; parameters from tuned.yaml) and
+``ils_50ms`` / ``ils_100ms`` / ``ils_1s`` / ``ils_5s`` / ``ils`` (``offline.corais.search``; parameters from tuned.yaml) and
 ``milp_10s``, the time-limited MILP under a name that says it is a best-found incumbent, not an optimum.
 
 They read the instance (``env.unwrapped.instance``) and act through ``env.step``; importing this module
@@ -31,7 +31,7 @@ ENV_IDS: tuple[str, ...] = ("CoRaiS-v0", "CoRaiS-v1")
 #: The ILS entry of tuned.yaml: every budget variant shares the parameters tuned for ``ils_1s``.
 ILS_TUNED_ENTRY = "ils_1s"
 #: Registered anytime-search variants: name -> wall-clock budget in seconds per dispatch.
-ILS_BUDGETS: dict[str, float] = {"ils_50ms": 0.05, "ils_1s": 1.0, "ils_5s": 5.0}
+ILS_BUDGETS: dict[str, float] = {"ils_50ms": 0.05, "ils_100ms": 0.1, "ils_1s": 1.0, "ils_5s": 5.0}
 #: The time-limited MILP rows, named as best-found incumbents: name -> HiGHS time limit in seconds.
 MILP_LIMITS: dict[str, float] = {"milp_1s": 1.0, "milp_10s": 10.0}
 

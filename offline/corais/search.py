@@ -26,11 +26,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from envs.corais.dynamics import dispatch_cost, edge_times_from_aggregates
+from envs.corais.dynamics import dispatch_cost, edge_time_scalar
 from envs.corais.types import Instance
-from offline.corais.greedy import list_greedy, top2_per_edge
+from offline.corais.greedy import list_greedy
 
 __all__ = ["DEFAULT_SEARCH", "SearchResult", "iterated_local_search", "local_descent"]
 
@@ -53,136 +54,248 @@ class SearchResult:
     seconds: float
 
 
-class _Dispatch:
-    """A dispatch with its per-edge aggregates and every request's edge time with itself taken out."""
+class _Problem:
+    """The per-instance arrays the compiled kernels read, computed once per dispatch."""
 
-    def __init__(self, instance: Instance, action: np.ndarray) -> None:
+    def __init__(self, instance: Instance) -> None:
         tab = instance.tables
-        self.workload = tab.workload
-        self.cmp, self.trn, self.res, self.src = tab.cmp, tab.trn, tab.res, tab.src
-        self.z, self.q = tab.cmp.shape
-        self.rows = np.arange(self.z)
-        is_local = self.src[:, None] == np.arange(self.q)[None, :]
-        self.cmp_local = np.where(is_local, self.cmp, 0.0)
-        self.cmp_in = np.where(is_local, 0.0, self.cmp)
-        self.set(action)
+        z, q = tab.cmp.shape
+        is_local = tab.src[:, None] == np.arange(q)[None, :]
+        self.cmp_local = np.ascontiguousarray(np.where(is_local, tab.cmp, 0.0), dtype=np.float64)
+        self.cmp_in = np.ascontiguousarray(np.where(is_local, 0.0, tab.cmp), dtype=np.float64)
+        self.trn = np.ascontiguousarray(tab.trn, dtype=np.float64)
+        self.res = np.ascontiguousarray(tab.res, dtype=np.float64)
+        self.workload = np.ascontiguousarray(tab.workload, dtype=np.float64)
+        self.z, self.q = z, q
 
-    def set(self, action: np.ndarray) -> None:
-        """Recompute every aggregate for ``action`` (O(Z log Z))."""
-        q, rows = self.q, self.rows
-        self.action = action
-        c_loc, c_in = self.cmp_local[rows, action], self.cmp_in[rows, action]
-        trn_sel, res_sel = self.trn[rows, action], self.res[rows, action]
-        self.local = np.bincount(action, weights=c_loc, minlength=q)
-        self.inc = np.bincount(action, weights=c_in, minlength=q)
-        trn1, trn1_idx, trn2 = top2_per_edge(trn_sel, action, q)
-        res1, res1_idx, res2 = top2_per_edge(res_sel, action, q)
-        self.trn1, self.res1 = trn1, res1
-        self.times = edge_times_from_aggregates(self.workload, self.local, self.inc, trn1, res1)
-        # each request's edge without it
-        self.local_wo = self.local[action] - c_loc
-        self.inc_wo = self.inc[action] - c_in
-        self.trn_wo = np.where(trn1_idx[action] == rows, trn2[action], trn1[action])
-        self.res_wo = np.where(res1_idx[action] == rows, res2[action], res1[action])
-        self.t_wo = edge_times_from_aggregates(self.workload[action], self.local_wo, self.inc_wo, self.trn_wo,
-                                               self.res_wo)
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.cmp_local, self.cmp_in, self.trn, self.res, self.workload
 
-    @property
-    def cost(self) -> float:
-        return float(self.times.max())
 
-    def rest_max(self) -> np.ndarray:
-        """(Q, Q): max_j T_j over the edges other than a and b (0 when there is none)."""
-        q = self.q
-        order = np.argsort(-self.times, kind="stable")[:3]
-        top = np.r_[self.times[order], np.zeros(3 - order.size)]
-        idx = np.r_[order, np.full(3 - order.size, -1)]
-        a = np.arange(q)[:, None]
-        b = np.arange(q)[None, :]
-        hit0 = (a == idx[0]) | (b == idx[0])
-        hit1 = (a == idx[1]) | (b == idx[1])
-        return np.where(~hit0, top[0], np.where(~hit1, top[1], top[2]))
+@numba.njit(cache=True)
+def _aggregates(cmp_local: np.ndarray, cmp_in: np.ndarray, trn: np.ndarray, res: np.ndarray, workload: np.ndarray,
+                action: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-edge times T_j and, per request, the time of its edge with it taken out (T_j without i).
 
-    def best_neighbour(self, swap_edges: int) -> tuple[float, float, np.ndarray | None]:
-        """The lexicographically best (R', delta of sum T^2) move or swap, and the dispatch it leads to."""
-        t, action, w = self.times, self.action, self.workload
-        rest = self.rest_max()
-        sq = t * t
-        # moves: request i from a_i to b
-        move_t = edge_times_from_aggregates(
-            w, self.local[None, :] + self.cmp_local, self.inc[None, :] + self.cmp_in,
-            np.maximum(self.trn1[None, :], self.trn), np.maximum(self.res1[None, :], self.res),
-        )
-        move_r = np.maximum(np.maximum(self.t_wo[:, None], move_t), rest[action])
-        move_r[self.rows, action] = np.inf
-        move_f = (self.t_wo * self.t_wo - sq[action])[:, None] + move_t * move_t - sq[None, :]
-        # swaps: request i on a hot edge with request k on another edge
-        if swap_edges >= self.q:
-            hot_rows = self.rows
+    Per edge: compute sums split local / transferred-in, the largest input and result transfers with the
+    request holding them and the second largest (so one request can be taken out in O(1)).
+    """
+    z, q = cmp_local.shape
+    local = np.zeros(q)
+    inc = np.zeros(q)
+    trn1 = np.zeros(q)
+    trn2 = np.zeros(q)
+    res1 = np.zeros(q)
+    res2 = np.zeros(q)
+    trn_idx = np.full(q, -1)
+    res_idx = np.full(q, -1)
+    for i in range(z):
+        a = action[i]
+        local[a] += cmp_local[i, a]
+        inc[a] += cmp_in[i, a]
+        v = trn[i, a]
+        if trn_idx[a] == -1 or v > trn1[a]:
+            trn2[a] = trn1[a]
+            trn1[a] = v
+            trn_idx[a] = i
+        elif v > trn2[a]:
+            trn2[a] = v
+        v = res[i, a]
+        if res_idx[a] == -1 or v > res1[a]:
+            res2[a] = res1[a]
+            res1[a] = v
+            res_idx[a] = i
+        elif v > res2[a]:
+            res2[a] = v
+    times = np.empty(q)
+    for j in range(q):
+        times[j] = edge_time_scalar(workload, j, local[j], inc[j], trn1[j], res1[j])
+    local_wo = np.empty(z)
+    inc_wo = np.empty(z)
+    trn_wo = np.empty(z)
+    res_wo = np.empty(z)
+    t_wo = np.empty(z)
+    for i in range(z):
+        a = action[i]
+        local_wo[i] = local[a] - cmp_local[i, a]
+        inc_wo[i] = inc[a] - cmp_in[i, a]
+        trn_wo[i] = trn2[a] if trn_idx[a] == i else trn1[a]
+        res_wo[i] = res2[a] if res_idx[a] == i else res1[a]
+        t_wo[i] = edge_time_scalar(workload, a, local_wo[i], inc_wo[i], trn_wo[i], res_wo[i])
+    return times, t_wo, local, inc, trn1, res1, local_wo, inc_wo, trn_wo, res_wo
+
+
+@numba.njit(cache=True)
+def _best_neighbour(cmp_local: np.ndarray, cmp_in: np.ndarray, trn: np.ndarray, res: np.ndarray,
+                    workload: np.ndarray, action: np.ndarray, swap_edges: int,
+                    aggregates: tuple[np.ndarray, ...]) -> tuple[float, float, int, int, int]:
+    """The lexicographically best (R', delta of sum T^2) move or swap of ``action`` (``aggregates``:
+    ``_aggregates`` of it).
+
+    Returns (R', delta, kind, i, x): kind 0 = move request i to edge x, 1 = swap requests i and x,
+    -1 = no neighbour. Among the neighbours within a relative 1e-12 of the least R', the least delta wins;
+    ties go to the first in (request, edge) order, moves before swaps. A neighbour whose R' already
+    exceeds the least R' seen so far (plus the tolerance) is skipped: it cannot be chosen.
+    """
+    z, q = cmp_local.shape
+    times, t_wo, local, inc, trn1, res1, local_wo, inc_wo, trn_wo, res_wo = aggregates
+    # the three slowest edges (ties: lower index first): max T over edges other than a and b
+    top_idx = np.full(3, -1)
+    top_val = np.zeros(3)
+    for j in range(q):
+        t = times[j]
+        for r in range(3):
+            if top_idx[r] == -1 or t > top_val[r]:
+                for s in range(2, r, -1):
+                    top_idx[s] = top_idx[s - 1]
+                    top_val[s] = top_val[s - 1]
+                top_idx[r] = j
+                top_val[r] = t
+                break
+    # hot edges for swaps: the swap_edges slowest (all when swap_edges >= q)
+    hot = np.zeros(q, dtype=np.bool_)
+    if swap_edges >= q:
+        hot[:] = True
+    else:
+        order = np.argsort(-times, kind="mergesort")
+        for r in range(swap_edges):
+            hot[order[r]] = True
+    sq = times * times
+    # candidates within the tolerance of the least R' seen when found, in (request, edge) order
+    size = z * q + z * z
+    cand_r = np.empty(size)
+    cand_f = np.empty(size)
+    cand_i = np.empty(size, dtype=np.int64)
+    cand_x = np.empty(size, dtype=np.int64)
+    n_moves = 0
+    r_min = np.inf
+    for i in range(z):
+        a = action[i]
+        if t_wo[i] > r_min + _RTOL * max(r_min, 1.0):
+            continue  # every move of i leaves its edge above the best R' seen
+        for b in range(q):
+            if b == a:
+                continue
+            t_b = edge_time_scalar(workload, b, local[b] + cmp_local[i, b], inc[b] + cmp_in[i, b],
+                                   max(trn1[b], trn[i, b]), max(res1[b], res[i, b]))
+            r = max(max(t_wo[i], t_b), _rest(top_idx, top_val, a, b))
+            if r > r_min + _RTOL * max(r_min, 1.0):
+                continue
+            cand_r[n_moves] = r
+            cand_f[n_moves] = ((t_wo[i] * t_wo[i] - sq[a]) + t_b * t_b) - sq[b]
+            cand_i[n_moves] = i
+            cand_x[n_moves] = b
+            n_moves += 1
+            if r < r_min:
+                r_min = r
+    n = n_moves
+    for i in range(z):
+        a = action[i]
+        if not hot[a]:
+            continue
+        for k in range(z):
+            c = action[k]
+            if c == a:
+                continue
+            bound = r_min + _RTOL * max(r_min, 1.0)
+            rest = _rest(top_idx, top_val, a, c)
+            if rest > bound:
+                continue
+            t_a = edge_time_scalar(workload, a, local_wo[i] + cmp_local[k, a], inc_wo[i] + cmp_in[k, a],
+                                   max(trn_wo[i], trn[k, a]), max(res_wo[i], res[k, a]))
+            if t_a > bound:
+                continue
+            t_c = edge_time_scalar(workload, c, local_wo[k] + cmp_local[i, c], inc_wo[k] + cmp_in[i, c],
+                                   max(trn_wo[k], trn[i, c]), max(res_wo[k], res[i, c]))
+            r = max(max(t_a, t_c), rest)
+            if r > bound:
+                continue
+            cand_r[n] = r
+            cand_f[n] = ((t_a * t_a + t_c * t_c) - sq[a]) - sq[c]
+            cand_i[n] = i
+            cand_x[n] = k
+            n += 1
+            if r < r_min:
+                r_min = r
+    if n == 0:
+        return np.inf, 0.0, -1, -1, -1
+    bound = r_min + _RTOL * max(r_min, 1.0)
+    best_f, kind, bi, bx = np.inf, -1, -1, -1
+    for m in range(n):
+        if cand_r[m] <= bound and (kind == -1 or cand_f[m] < best_f):
+            best_f, kind, bi, bx = cand_f[m], (0 if m < n_moves else 1), cand_i[m], cand_x[m]
+    return r_min, best_f, kind, bi, bx
+
+
+@numba.njit(cache=True)
+def _rest(top_idx: np.ndarray, top_val: np.ndarray, a: int, b: int) -> float:
+    """max_j T_j over the edges other than a and b (0 when there is none)."""
+    for r in range(3):
+        j = top_idx[r]
+        if j == -1:
+            return 0.0
+        if j != a and j != b:
+            return top_val[r]
+    return 0.0
+
+
+@numba.njit(cache=True)
+def _descend_kernel(cmp_local: np.ndarray, cmp_in: np.ndarray, trn: np.ndarray, res: np.ndarray,
+                    workload: np.ndarray, action: np.ndarray, swap_edges: int,
+                    max_steps: int) -> tuple[int, float, bool]:
+    """Best-improvement descent on (R, sum T^2), in place on ``action``; returns (steps, R, converged)."""
+    steps = 0
+    while steps < max_steps:
+        aggregates = _aggregates(cmp_local, cmp_in, trn, res, workload, action)
+        times = aggregates[0]
+        r = times.max()
+        f = 0.0
+        for j in range(times.shape[0]):
+            f += times[j] * times[j]
+        r_new, df, kind, i, x = _best_neighbour(cmp_local, cmp_in, trn, res, workload, action, swap_edges,
+                                                aggregates)
+        if kind == -1:
+            return steps, r, True
+        if not (r_new < r - _RTOL * max(r, 1.0) or (r_new <= r + _RTOL * max(r, 1.0) and df < -_RTOL * max(f, 1.0))):
+            return steps, r, True
+        if kind == 0:
+            action[i] = x
         else:
-            hot = np.argsort(-t, kind="stable")[:swap_edges]
-            hot_rows = np.flatnonzero(np.isin(action, hot))
-        a_i = action[hot_rows]
-        # A[i, k] = T of edge a_i without i plus k
-        swap_a = edge_times_from_aggregates(
-            w[a_i][:, None, :],
-            self.local_wo[hot_rows, None] + self.cmp_local[:, a_i].T,
-            self.inc_wo[hot_rows, None] + self.cmp_in[:, a_i].T,
-            np.maximum(self.trn_wo[hot_rows, None], self.trn[:, a_i].T),
-            np.maximum(self.res_wo[hot_rows, None], self.res[:, a_i].T),
-        )
-        # B[i, k] = T of edge a_k without k plus i
-        swap_b = edge_times_from_aggregates(
-            w[action][None, :, :],
-            self.local_wo[None, :] + self.cmp_local[hot_rows][:, action],
-            self.inc_wo[None, :] + self.cmp_in[hot_rows][:, action],
-            np.maximum(self.trn_wo[None, :], self.trn[hot_rows][:, action]),
-            np.maximum(self.res_wo[None, :], self.res[hot_rows][:, action]),
-        )
-        swap_r = np.maximum(np.maximum(swap_a, swap_b), rest[a_i[:, None], action[None, :]])
-        swap_r[a_i[:, None] == action[None, :]] = np.inf
-        swap_f = swap_a * swap_a + swap_b * swap_b - sq[a_i][:, None] - sq[action][None, :]
-        r_min = min(float(move_r.min()), float(swap_r.min()) if swap_r.size else np.inf)
-        if not np.isfinite(r_min):
-            return np.inf, 0.0, None
-        tol = _RTOL * max(r_min, 1.0)
-        move_f = np.where(move_r <= r_min + tol, move_f, np.inf)
-        swap_f = np.where(swap_r <= r_min + tol, swap_f, np.inf)
-        m = int(np.argmin(move_f))
-        new = action.copy()
-        if swap_f.size and float(swap_f.min()) < float(move_f.flat[m]):
-            s = int(np.argmin(swap_f))
-            i, k = hot_rows[s // self.z], s % self.z
-            new[i], new[k] = action[k], action[i]
-            return r_min, float(swap_f.flat[s]), new
-        new[m // self.q] = m % self.q
-        return r_min, float(move_f.flat[m]), new
+            action[i], action[x] = action[x], action[i]
+        steps += 1
+    times = _aggregates(cmp_local, cmp_in, trn, res, workload, action)[0]
+    return steps, times.max(), False
+
+
+#: Descent steps per compiled call between two wall-clock checks (a step takes ~10-50 us at Z = 100).
+_CHUNK = 64
+
+
+def _descend(problem: _Problem, action: np.ndarray, swap_edges: int, max_steps: int | None,
+             deadline: float | None) -> tuple[int, float]:
+    """Descend ``action`` in place until a local optimum, ``max_steps`` or the ``perf_counter`` deadline
+    (checked every ``_CHUNK`` steps); returns (steps, R)."""
+    steps = 0
+    while True:
+        budget = _CHUNK if max_steps is None else min(_CHUNK, max_steps - steps)
+        if budget <= 0:
+            break
+        done, cost, converged = _descend_kernel(*problem.arrays(), action, swap_edges, budget)
+        steps += done
+        if converged or (deadline is not None and time.perf_counter() > deadline):
+            break
+    if steps == 0:
+        cost = float(_aggregates(*problem.arrays(), action)[0].max())
+    return steps, float(cost)
 
 
 def local_descent(instance: Instance, action: np.ndarray, *, swap_edges: int = 3, max_steps: int | None = None,
                   deadline: float | None = None) -> tuple[np.ndarray, int]:
     """Best-improvement descent on (R, sum T^2) from ``action`` until no move or swap improves it,
     ``max_steps`` steps or the ``perf_counter`` ``deadline``; returns (dispatch, steps)."""
-    state = _Dispatch(instance, np.asarray(action, dtype=np.int64).copy())
-    steps = _descend(state, swap_edges, max_steps, deadline)
-    return state.action, steps
-
-
-def _descend(state: _Dispatch, swap_edges: int, max_steps: int | None, deadline: float | None) -> int:
-    steps = 0
-    while max_steps is None or steps < max_steps:
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        r = state.cost
-        f = float(np.dot(state.times, state.times))
-        r_new, df, new = state.best_neighbour(swap_edges)
-        if new is None:
-            break
-        if not (r_new < r - _RTOL * max(r, 1.0) or (r_new <= r + _RTOL * max(r, 1.0) and df < -_RTOL * max(f, 1.0))):
-            break
-        state.set(new)
-        steps += 1
-    return steps
+    out = np.array(action, dtype=np.int64)
+    steps, _ = _descend(_Problem(instance), out, int(swap_edges), max_steps, deadline)
+    return out, steps
 
 
 def iterated_local_search(
@@ -196,9 +309,15 @@ def iterated_local_search(
     restart_after: int = 50,
     swap_edges: int = 3,
     start: np.ndarray | None = None,
+    kick_probs: np.ndarray | None = None,
 ) -> SearchResult:
     """Anytime ILS (module docstring): stops at ``time_limit`` s or ``max_iterations`` kicks (at least one
-    of them must be set); deterministic given ``seed`` when ``time_limit`` is None."""
+    of them must be set); deterministic given ``seed`` when ``time_limit`` is None.
+
+    ``start``: the dispatch to start from (default ``list_greedy``). ``kick_probs``: optional (Z, Q)
+    probabilities of each request's edge (a learned dispatcher's, agents.corais): a kick then moves the
+    requests where they are least likely (weight 1 - p_{i, a_i}) to an edge drawn from p_i without its
+    current edge, instead of uniformly."""
     if time_limit is None and max_iterations is None:
         raise ValueError("time_limit=None and max_iterations=None: set at least one budget")
     if time_limit is not None and not time_limit > 0:
@@ -212,33 +331,60 @@ def iterated_local_search(
     z, q = instance.tables.cmp.shape
     first = list_greedy(instance) if start is None else np.asarray(start, dtype=np.int64).copy()
     start_cost = float(dispatch_cost(instance, first))
-    state = _Dispatch(instance, first)
-    steps = _descend(state, swap_edges, None, deadline)
-    best, best_cost = state.action.copy(), state.cost
+    problem = _Problem(instance)
+    weights = None if kick_probs is None else _kick_weights(kick_probs, z, q)
+    state = first.copy()
+    steps, cost = _descend(problem, state, swap_edges, None, deadline)
+    best, best_cost = state.copy(), cost
     current, current_cost = best.copy(), best_cost
     iterations, since_best = 0, 0
     kick = int(min(kick_size, z))
     while q > 1 and (max_iterations is None or iterations < max_iterations):
         if deadline is not None and time.perf_counter() > deadline:
             break
-        kicked = current.copy()
-        chosen = rng.choice(z, size=kick, replace=False)
-        shift = rng.integers(1, q, size=kick)  # another edge, uniformly
-        kicked[chosen] = (kicked[chosen] + shift) % q
-        state.set(kicked)
-        steps += _descend(state, swap_edges, None, deadline)
+        state = current.copy()
+        if weights is None:
+            chosen = rng.choice(z, size=kick, replace=False)
+            shift = rng.integers(1, q, size=kick)  # another edge, uniformly
+            state[chosen] = (state[chosen] + shift) % q
+        else:
+            _guided_kick(state, weights, kick, rng)
+        done, cost = _descend(problem, state, swap_edges, None, deadline)
+        steps += done
         iterations += 1
-        cost = state.cost
         if cost < best_cost * (1 - _RTOL):
-            best, best_cost = state.action.copy(), cost
+            best, best_cost = state.copy(), cost
             since_best = 0
         else:
             since_best += 1
         if cost <= current_cost * (1 + accept_worse):
-            current, current_cost = state.action.copy(), cost
+            current, current_cost = state.copy(), cost
         if since_best >= restart_after:
             current, current_cost, since_best = best.copy(), best_cost, 0
     final = float(dispatch_cost(instance, best))
     if final > start_cost:  # pragma: no cover (the descent never increases R)
         best, final = first, start_cost
     return SearchResult(best, final, start_cost, iterations, steps, time.perf_counter() - begin)
+
+
+def _kick_weights(kick_probs: np.ndarray, z: int, q: int) -> np.ndarray:
+    """Validated (Z, Q) kick probabilities, each row normalised, with a floor so every edge stays reachable."""
+    probs = np.asarray(kick_probs, dtype=np.float64)
+    if probs.shape != (z, q) or not np.all(np.isfinite(probs)) or np.any(probs < 0):
+        raise ValueError(f"kick_probs must be finite non-negative (Z={z}, Q={q}) probabilities, got shape "
+                         f"{probs.shape}")
+    probs = probs + 1e-3 / q
+    return probs / probs.sum(axis=1, keepdims=True)
+
+
+def _guided_kick(action: np.ndarray, weights: np.ndarray, kick: int, rng: np.random.Generator) -> None:
+    """Move ``kick`` requests, drawn with weight 1 - p_{i, a_i}, each to an edge drawn from p_i without a_i."""
+    z = action.size
+    rows = np.arange(z)
+    doubt = 1.0 - weights[rows, action]
+    chosen = rng.choice(z, size=kick, replace=False, p=doubt / doubt.sum())
+    p = weights[chosen].copy()
+    p[np.arange(kick), action[chosen]] = 0.0
+    cum = np.cumsum(p, axis=1)
+    u = rng.random(kick) * cum[:, -1]
+    action[chosen] = np.minimum((cum < u[:, None]).sum(axis=1), weights.shape[1] - 1)

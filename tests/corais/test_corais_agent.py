@@ -239,3 +239,28 @@ def test_corais_agent__v1_uses_the_model_of_its_scale_when_one_is_shipped(tmp_pa
     (tmp_path / "model_v1_20-10-100.pt").write_bytes(b"")
     assert shipped_checkpoint("CoRaiS-v1", (20, 10, 100), tmp_path) == "model_v1_20-10-100.pt"
     assert shipped_checkpoint("CoRaiS-v1", (10, 5, 100), tmp_path) == "model_v1.pt"
+
+
+def test_corais_agent__searched_dispatch_starts_from_the_better_of_greedy_and_list_greedy() -> None:
+    """``corais_ils_100ms``: never worse than list_greedy or the network's greedy dispatch; its kicks read the
+    network's probabilities; a bad budget names the parameter."""
+    from offline.corais.greedy import list_greedy
+
+    env = gym.make("CoRaiS-v1", scale=(10, 5, 40))
+    torch.manual_seed(0)
+    model = CoRaiSNet(ModelConfig(embed_dim=16, edge_layers=1, request_layers=1, heads=2, ff_hidden=16))
+    policy = CoRaiSPolicy(model, search_time=0.02)
+    assert policy.name == "corais_ils_20ms"
+    obs, info = env.reset(seed=4)
+    policy.reset(env, seed=0)
+    action = policy.act(obs, info)
+    inst = env.unwrapped.instance
+    greedy = policy.log_probs(obs).argmax(-1).numpy()
+    cost = float(dispatch_cost(inst, action))
+    assert cost <= min(float(dispatch_cost(inst, list_greedy(inst))), float(dispatch_cost(inst, greedy))) + 1e-12
+    assert policy.last_result.cost == pytest.approx(cost, rel=1e-12)
+    for bad in ({"search_time": 0.0}, {"search_time": 0.1, "samples": 10}):
+        with pytest.raises(ValueError, match="search_time"):
+            CoRaiSPolicy(model, **bad)
+    shipped = make_policy("CoRaiS-v1", "corais_ils_100ms", env)
+    assert shipped.search_time == pytest.approx(0.1)

@@ -14,12 +14,19 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401  (registers the ids)
-from envs.corais.dynamics import dispatch_cost, edge_times
+from envs.corais.dynamics import dispatch_cost, edge_time_scalar, edge_times, edge_times_from_aggregates
 from offline.corais import policies as corais_policies
 from offline.corais.bounds import brute_force, instance_bounds, record_incumbent, recorded_incumbent
 from offline.corais.greedy import list_greedy
 from offline.corais.ladder import SPEC
-from offline.corais.search import DEFAULT_SEARCH, _Dispatch, iterated_local_search, local_descent
+from offline.corais.search import (
+    DEFAULT_SEARCH,
+    _aggregates,
+    _best_neighbour,
+    _Problem,
+    iterated_local_search,
+    local_descent,
+)
 from offline.ladder_spec import tuned_params
 from offline.protocol import run_episode
 from offline.registry import available_policies, make_policy
@@ -36,13 +43,57 @@ def _instance(scale: tuple[int, int, int], seed: int):
 
 def test_incremental_edge_times_equal_the_cost_model() -> None:
     _, inst = _instance((10, 5, 40), 3)
+    problem = _Problem(inst)
     rng = np.random.default_rng(0)
     for _ in range(20):
         action = rng.integers(0, 5, size=40)
-        state = _Dispatch(inst, action)
-        np.testing.assert_allclose(state.times, edge_times(inst, action), rtol=1e-12)
+        times, t_wo = _aggregates(*problem.arrays(), action)[:2]
+        np.testing.assert_allclose(times, edge_times(inst, action), rtol=1e-12)
         for i in rng.choice(40, size=5, replace=False):  # T of i's edge with i taken out
-            assert state.t_wo[i] == pytest.approx(_edge_time_without(inst, action, int(i)), rel=1e-12)
+            assert t_wo[i] == pytest.approx(_edge_time_without(inst, action, int(i)), rel=1e-12)
+
+
+def test_compiled_edge_time_is_the_cost_models_float() -> None:
+    rng = np.random.default_rng(5)
+    workload = rng.exponential(1.0, size=(7, 5))
+    for _ in range(200):
+        j = int(rng.integers(7))
+        agg = rng.exponential(1.0, size=4) * (rng.random(4) < 0.8)
+        expected = edge_times_from_aggregates(workload, *(np.full(7, v) for v in agg))[j]
+        assert edge_time_scalar(workload, j, *agg) == expected  # bit for bit, not approximately
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_descent_step_is_the_brute_force_best_move_or_swap(seed: int) -> None:
+    """With every edge open to swaps, the compiled step is the lexicographic (R, sum T^2) best of all moves
+    and swaps, each scored by the cost model itself."""
+    _, inst = _instance((6, 4, 9), 40 + seed)
+    z, q = 9, 4
+    problem = _Problem(inst)
+    action = np.random.default_rng(seed).integers(0, q, size=z)
+    base = edge_times(inst, action)
+    neighbours = []
+    for i in range(z):
+        for b in range(q):
+            if b != action[i]:
+                moved = action.copy()
+                moved[i] = b
+                neighbours.append(((0, i, b), moved))
+        for k in range(z):
+            if action[k] != action[i]:
+                swapped = action.copy()
+                swapped[i], swapped[k] = action[k], action[i]
+                neighbours.append(((1, i, k), swapped))
+    scored = [(float(edge_times(inst, a).max()), float(np.sum(edge_times(inst, a) ** 2) - np.sum(base ** 2)), key)
+              for key, a in neighbours]
+    r_min = min(r for r, _, _ in scored)
+    tied = [(f, key) for r, f, key in scored if r <= r_min * (1 + 1e-12)]
+    f_best = min(f for f, _ in tied)
+    r, df, kind, i, x = _best_neighbour(*problem.arrays(), action, q, _aggregates(*problem.arrays(), action))
+    assert r == pytest.approx(r_min, rel=1e-12)
+    assert df == pytest.approx(f_best, rel=1e-9, abs=1e-12)
+    assert any(key == (kind, i, x) or (kind == 1 and key == (1, x, i))
+               for f, key in tied if f == pytest.approx(f_best, rel=1e-9, abs=1e-12))
 
 
 def _edge_time_without(inst, action: np.ndarray, i: int) -> float:
@@ -104,7 +155,7 @@ def test_policies_read_tuned_yaml() -> None:
     expected = tuned_params(package, corais_policies.ILS_TUNED_ENTRY, DEFAULT_SEARCH)
     assert expected == corais_policies.ILS_PARAMS
     env = gym.make(ENV_ID, scale=(10, 5, 20))
-    for name in ("ils_50ms", "ils_1s", "ils_5s", "ils"):
+    for name in ("ils_50ms", "ils_100ms", "ils_1s", "ils_5s", "ils"):
         policy = make_policy(ENV_ID, name, env)
         assert policy.params == expected
     if (package / "tuned.yaml").is_file():
@@ -125,3 +176,16 @@ def test_spec_names_resolve_and_bounds_are_ordered() -> None:
     bounds = instance_bounds(inst, milp_time_limit=None)
     assert bounds.lower_bound <= bounds.best_known <= recorded_incumbent(inst)
     assert np.isnan(bounds.milp_dual_bound) and bounds.proven_gap >= 0
+
+
+def test_guided_kicks_are_seeded_never_worse_than_the_start_and_validate_their_input() -> None:
+    _, inst = _instance((20, 10, 60), 12)
+    probs = np.random.default_rng(1).dirichlet(np.ones(10), size=60)
+    a = iterated_local_search(inst, time_limit=None, max_iterations=10, seed=2, kick_probs=probs)
+    b = iterated_local_search(inst, time_limit=None, max_iterations=10, seed=2, kick_probs=probs)
+    np.testing.assert_array_equal(a.action, b.action)
+    assert a.cost <= a.start_cost
+    uniform = iterated_local_search(inst, time_limit=None, max_iterations=10, seed=2)
+    assert a.iterations == uniform.iterations == 10
+    with pytest.raises(ValueError, match="kick_probs"):
+        iterated_local_search(inst, time_limit=None, max_iterations=1, kick_probs=probs[:, :5])
