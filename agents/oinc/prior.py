@@ -127,6 +127,36 @@ def slot_rewards(slot: Slot, actions: np.ndarray) -> np.ndarray:
     return np.asarray(dyn.slot_reward(slot_latency(slot, actions), slot.slo_s, slot.psi), dtype=np.float64)
 
 
+def batch_slot_latency(slots: list[Slot], actions: np.ndarray) -> np.ndarray:
+    """(N, K, I) task latencies of flat actions (N, K, 3I), row n in ``slots[n]``: :func:`slot_latency` of each
+    slot, bit for bit: the same elementwise operations, the per-edge sums are ``dyn.group_totals``'s, and the
+    result has the memory layout of the actions' edge entries, as :func:`slot_latency`'s has (numpy's mean over
+    the devices adds in an order that follows the layout)."""
+    actions = np.asarray(actions, dtype=np.int64)
+    n, k = actions.shape[:2]
+    plan = actions.reshape(n, k, -1, 3)
+    edge = plan[..., 0]
+    num_i, num_j = edge.shape[-1], slots[0].cpu_hz.size
+    z, v = dyn.shares_from_levels(edge.reshape(n * k, num_i), plan[..., 1].reshape(n * k, num_i),
+                                  plan[..., 2].reshape(n * k, num_i), num_j)
+    z, v = z.reshape(edge.shape), v.reshape(edge.shape)
+    env_rows = np.arange(n)[:, None, None]
+    rate = np.stack([s.rate for s in slots])[env_rows, np.arange(num_i), edge]
+    cpu_hz = np.stack([s.cpu_hz for s in slots])[env_rows, edge]
+    share = np.stack([s.inference_share for s in slots])[env_rows, edge]
+    latency = np.empty_like(edge, dtype=np.float64)  # order="K": the layout of the edge entries
+    return np.add(dyn.transmission_time(np.stack([s.data_bits for s in slots])[:, None], rate, v),
+                  dyn.computation_time(np.stack([s.cycles for s in slots])[:, None], cpu_hz, z * share), out=latency)
+
+
+def batch_slot_rewards(slots: list[Slot], actions: np.ndarray) -> np.ndarray:
+    """(N, K) eq. (4) slot rewards of flat actions (N, K, 3I), row n in ``slots[n]``: :func:`slot_rewards` of
+    each slot, bit for bit."""
+    slo = np.stack([s.slo_s for s in slots])[:, None]
+    psi = np.array([s.psi for s in slots], dtype=np.float64)[:, None, None]
+    return np.asarray(dyn.slot_reward(batch_slot_latency(slots, actions), slo, psi), dtype=np.float64)
+
+
 def _task_cost(latency: np.ndarray, slo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(latency, miss) of tasks; the slot cost is Σ latency + ψ·Σ miss."""
     return latency, (latency > slo).astype(np.float64)
@@ -141,87 +171,101 @@ def slot_features(slot: Slot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     l / 3), 9 the choice's edge f_j·F_j / max, 10 that edge's task count (heuristic) · J / I, 11 c_i / mean c,
     12 d_i / mean d, 13 device i's slack under the heuristic (SLO − τ) / SLO. Deltas are exact (dynamics).
     """
-    num_i, num_j, num_w = slot.slo_s.size, slot.cpu_hz.size, dyn.NUM_LEVELS
-    plan = slot.heuristic.reshape(num_i, 3)
-    edge, wz, wv = plan[:, 0], dyn.LEVEL_WEIGHTS[plan[:, 1]], dyn.LEVEL_WEIGHTS[plan[:, 2]]
-    total_z = np.bincount(edge, weights=wz, minlength=num_j)
-    total_v = np.bincount(edge, weights=wv, minlength=num_j)
-    power = slot.cpu_hz * slot.inference_share  # f_j^t F_j
-    rows = np.arange(num_i)
-    upload = slot.data_bits / (slot.rate[rows, edge] * wv / total_v[edge])
-    compute = slot.cycles / (power[edge] * wz / total_z[edge])
-    lat0, miss0 = _task_cost(upload + compute, slot.slo_s)
-    same = (edge[:, None] == edge[None, :]) & ~np.eye(num_i, dtype=bool)  # [i, k]: k shares i's edge, k != i
+    tokens, prior, valid = batch_slot_features([slot])
+    return tokens[0], prior[0], valid[0]
+
+
+def batch_slot_features(slots: list[Slot]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`slot_features` of N slots of the same I and J at once: (N, 3I, C, F), (N, 3I, C), (N, 3I, C); row n
+    is ``slot_features(slots[n])``'s, the same operations on a leading slot axis (the per-edge sums are
+    ``dyn.group_totals``'s, the matrix products numpy's stacked ones)."""
+    num_n, num_i, num_j, num_w = len(slots), slots[0].slo_s.size, slots[0].cpu_hz.size, dyn.NUM_LEVELS
+    data_bits, cycles, slo = (np.stack([getattr(s, key) for s in slots]) for key in ("data_bits", "cycles", "slo_s"))
+    rate = np.stack([s.rate for s in slots])  # (N, I, J)
+    power = np.stack([s.cpu_hz for s in slots]) * np.stack([s.inference_share for s in slots])  # f_j^t F_j
+    plan = np.stack([s.heuristic for s in slots]).reshape(num_n, num_i, 3)
+    edge, wz, wv = plan[..., 0], dyn.LEVEL_WEIGHTS[plan[..., 1]], dyn.LEVEL_WEIGHTS[plan[..., 2]]  # (N, I)
+    total_z = dyn.group_totals(edge, wz, num_j)  # (N, J)
+    total_v = dyn.group_totals(edge, wv, num_j)
+    slot_rows, rows = np.arange(num_n)[:, None], np.arange(num_i)
+    total_z_e, total_v_e = total_z[slot_rows, edge], total_v[slot_rows, edge]  # (N, I): i's edge's totals
+    upload = data_bits / (rate[slot_rows, rows, edge] * wv / total_v_e)
+    compute = cycles / (power[slot_rows, edge] * wz / total_z_e)
+    lat0, miss0 = _task_cost(upload + compute, slo)
+    # [n, i, k]: k shares i's edge, k != i
+    same = (edge[:, :, None] == edge[:, None, :]) & ~np.eye(num_i, dtype=bool)
+    k_upload, k_compute, k_slo, k_lat0, k_miss0 = (x[:, None, :] for x in (upload, compute, slo, lat0, miss0))
 
     def others(scale_v: np.ndarray, scale_z: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Σ_k mask·(change of k's latency, of k's miss) when k's upload / compute times scale by the factors."""
-        lat, miss = _task_cost(upload * scale_v + compute * scale_z, slot.slo_s)
-        return ((lat - lat0) * mask).sum(-1), ((miss - miss0) * mask).sum(-1)
+        lat, miss = _task_cost(k_upload * scale_v + k_compute * scale_z, k_slo)
+        return ((lat - k_lat0) * mask).sum(-1), ((miss - k_miss0) * mask).sum(-1)
 
     # edge head: device i moves to edge j with its levels
     with np.errstate(divide="ignore", invalid="ignore"):
-        left_v = np.where(total_v[edge] > wv, (total_v[edge] - wv) / total_v[edge], 0.0)  # i's old edge, i gone
-        left_z = np.where(total_z[edge] > wz, (total_z[edge] - wz) / total_z[edge], 0.0)
-    gone_lat, gone_miss = others(left_v[:, None], left_z[:, None], same)
-    add_v = (total_v[None, edge] + wv[:, None]) / total_v[None, edge]  # [i, k]: k's edge gains i
-    add_z = (total_z[None, edge] + wz[:, None]) / total_z[None, edge]
-    lat_k, miss_k = _task_cost(upload * add_v + compute * add_z, slot.slo_s)
-    onehot = np.eye(num_j)[edge]  # (I_k, J)
+        left_v = np.where(total_v_e > wv, (total_v_e - wv) / total_v_e, 0.0)  # i's old edge, i gone
+        left_z = np.where(total_z_e > wz, (total_z_e - wz) / total_z_e, 0.0)
+    gone_lat, gone_miss = others(left_v[..., None], left_z[..., None], same)
+    add_v = (total_v_e[:, None, :] + wv[..., None]) / total_v_e[:, None, :]  # [n, i, k]: k's edge gains i
+    add_z = (total_z_e[:, None, :] + wz[..., None]) / total_z_e[:, None, :]
+    lat_k, miss_k = _task_cost(k_upload * add_v + k_compute * add_z, k_slo)
+    onehot = np.eye(num_j)[edge]  # (N, I_k, J)
     not_self = ~np.eye(num_i, dtype=bool)
-    join_lat = ((lat_k - lat0) * not_self) @ onehot  # (I, J)
-    join_miss = ((miss_k - miss0) * not_self) @ onehot
+    join_lat = ((lat_k - k_lat0) * not_self) @ onehot  # (N, I, J)
+    join_miss = ((miss_k - k_miss0) * not_self) @ onehot
     own_lat, own_miss = _task_cost(
-        slot.data_bits[:, None] / (slot.rate * wv[:, None] / (total_v[None, :] + wv[:, None]))
-        + slot.cycles[:, None] / (power[None, :] * wz[:, None] / (total_z[None, :] + wz[:, None])),
-        slot.slo_s[:, None])
-    at_home = edge[:, None] == np.arange(num_j)[None, :]
-    own_lat = np.where(at_home, lat0[:, None], own_lat)
-    own_miss = np.where(at_home, miss0[:, None], own_miss)
-    edge_dlat = np.where(at_home, 0.0, own_lat - lat0[:, None] + join_lat + gone_lat[:, None])
-    edge_dmiss = np.where(at_home, 0.0, own_miss - miss0[:, None] + join_miss + gone_miss[:, None])
+        data_bits[..., None] / (rate * wv[..., None] / (total_v[:, None, :] + wv[..., None]))
+        + cycles[..., None] / (power[:, None, :] * wz[..., None] / (total_z[:, None, :] + wz[..., None])),
+        slo[..., None])
+    at_home = edge[..., None] == np.arange(num_j)
+    own_lat = np.where(at_home, lat0[..., None], own_lat)
+    own_miss = np.where(at_home, miss0[..., None], own_miss)
+    edge_dlat = np.where(at_home, 0.0, own_lat - lat0[..., None] + join_lat + gone_lat[..., None])
+    edge_dmiss = np.where(at_home, 0.0, own_miss - miss0[..., None] + join_miss + gone_miss[..., None])
 
     # level heads: device i takes level l on its edge (compute or bandwidth)
-    def level_head(weight: np.ndarray, total: np.ndarray, own_time: np.ndarray, is_compute: bool):
-        new_total = total[edge][:, None] - weight[:, None] + dyn.LEVEL_WEIGHTS[None, :]  # (I, W)
-        own = own_time[:, None] * (new_total / dyn.LEVEL_WEIGHTS[None, :]) / (total[edge] / weight)[:, None]
+    def level_head(weight: np.ndarray, total_e: np.ndarray, own_time: np.ndarray, is_compute: bool):
+        new_total = total_e[..., None] - weight[..., None] + dyn.LEVEL_WEIGHTS  # (N, I, W)
+        own = own_time[..., None] * (new_total / dyn.LEVEL_WEIGHTS) / (total_e / weight)[..., None]
         other_time = compute if is_compute else upload
-        lat_o, miss_o = _task_cost(upload + compute + other_time[None, None, :]
-                                   * (new_total[:, :, None] / total[edge][:, None, None] - 1.0), slot.slo_s)
-        d_lat = ((lat_o - lat0) * same[:, None, :]).sum(-1)
-        d_miss = ((miss_o - miss0) * same[:, None, :]).sum(-1)
+        lat_o, miss_o = _task_cost((upload + compute)[:, None, None, :] + other_time[:, None, None, :]
+                                   * (new_total[..., None] / total_e[..., None, None] - 1.0), slo[:, None, None, :])
+        d_lat = ((lat_o - lat0[:, None, None, :]) * same[:, :, None, :]).sum(-1)
+        d_miss = ((miss_o - miss0[:, None, None, :]) * same[:, :, None, :]).sum(-1)
         fixed = upload if is_compute else compute
-        o_lat, o_miss = _task_cost(fixed[:, None] + own, slot.slo_s[:, None])
-        return o_lat, o_miss, o_lat - lat0[:, None] + d_lat, o_miss - miss0[:, None] + d_miss
+        o_lat, o_miss = _task_cost(fixed[..., None] + own, slo[..., None])
+        return o_lat, o_miss, o_lat - lat0[..., None] + d_lat, o_miss - miss0[..., None] + d_miss
 
-    heads = [(own_lat, own_miss, edge_dlat, edge_dmiss), level_head(wz, total_z, compute, True),
-             level_head(wv, total_v, upload, False)]
+    heads = [(own_lat, own_miss, edge_dlat, edge_dmiss), level_head(wz, total_z_e, compute, True),
+             level_head(wv, total_v_e, upload, False)]
     width = max(num_j, num_w)
-    tokens = np.zeros((num_i, 3, width, TOKEN_FEATURES), dtype=np.float32)
-    valid = np.zeros((num_i, 3, width), dtype=bool)
-    valid[:, 0, :num_j] = True
-    valid[:, 1:, :num_w] = True
-    prior = np.zeros((num_i, 3, width), dtype=bool)
-    prior[rows[:, None], np.arange(3)[None, :], plan] = True
-    count = np.bincount(edge, minlength=num_j) * num_j / num_i
-    power_n = power / power.max()
-    slack = np.clip((slot.slo_s - lat0) / slot.slo_s, -5.0, 1.0)
+    tokens = np.zeros((num_n, num_i, 3, width, TOKEN_FEATURES), dtype=np.float32)
+    valid = np.zeros((num_n, num_i, 3, width), dtype=bool)
+    valid[..., 0, :num_j] = True
+    valid[..., 1:, :num_w] = True
+    prior = np.zeros((num_n, num_i, 3, width), dtype=bool)
+    prior[slot_rows[..., None], rows[:, None], np.arange(3), plan] = True
+    count = (edge[..., None] == np.arange(num_j)).sum(axis=1) * num_j / num_i  # (N, J)
+    power_n = power / power.max(axis=-1, keepdims=True)
+    slack = np.clip((slo - lat0) / slo, -5.0, 1.0)
     for h, (o_lat, o_miss, d_lat, d_miss) in enumerate(heads):
-        n = o_lat.shape[1]
-        tok = tokens[:, h, :n]
+        n = o_lat.shape[-1]
+        tok = tokens[:, :, h, :n]
         tok[..., 1] = np.clip(d_lat, -5.0, 5.0)
         tok[..., 2] = np.clip(d_miss / 4.0, -5.0, 5.0)
-        tok[..., 3] = np.clip(o_lat / slot.slo_s[:, None], 0.0, 5.0)
+        tok[..., 3] = np.clip(o_lat / slo[..., None], 0.0, 5.0)
         tok[..., 4] = o_miss
         tok[..., 5 + h] = 1.0
-        tok[..., 8] = slot.rate / slot.rate.max(axis=1, keepdims=True) if h == 0 else np.arange(n) / (n - 1)
-        tok[..., 9] = power_n[None, :] if h == 0 else power_n[edge][:, None]
-        tok[..., 10] = count[None, :] if h == 0 else count[edge][:, None]
+        tok[..., 8] = rate / rate.max(axis=-1, keepdims=True) if h == 0 else np.arange(n) / (n - 1)
+        tok[..., 9] = power_n[:, None, :] if h == 0 else power_n[slot_rows, edge][..., None]
+        tok[..., 10] = count[:, None, :] if h == 0 else count[slot_rows, edge][..., None]
     tokens[..., 0] = prior
-    tokens[..., 11] = (slot.cycles / slot.cycles.mean())[:, None, None]
-    tokens[..., 12] = (slot.data_bits / slot.data_bits.mean())[:, None, None]
-    tokens[..., 13] = slack[:, None, None]
+    tokens[..., 11] = (cycles / cycles.mean(axis=-1, keepdims=True))[..., None, None]
+    tokens[..., 12] = (data_bits / data_bits.mean(axis=-1, keepdims=True))[..., None, None]
+    tokens[..., 13] = slack[..., None, None]
     tokens *= valid[..., None]
-    return tokens.reshape(3 * num_i, width, -1), prior.reshape(3 * num_i, width), valid.reshape(3 * num_i, width)
+    return (tokens.reshape(num_n, 3 * num_i, width, -1), prior.reshape(num_n, 3 * num_i, width),
+            valid.reshape(num_n, 3 * num_i, width))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -239,14 +283,32 @@ class PriorNet(nn.Module):
         self.log_alpha = nn.Parameter(torch.tensor(-float(np.log(cfg.temperature))))
 
     def forward(self, tokens: torch.Tensor, prior: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        logits = self.log_alpha.exp() * prior.to(tokens.dtype) + self.correction(tokens).squeeze(-1)
+        # f_θ runs on the valid tokens only (the padding of the level heads is ~45 % of the tokens at J = 12):
+        # the same logits, row for row, as running it on every token and masking afterwards
+        correction = tokens.new_zeros(valid.shape).index_put((valid,), self.correction(tokens[valid]).squeeze(-1))
+        logits = self.log_alpha.exp() * prior.to(tokens.dtype) + correction
         return logits.masked_fill(~valid, float("-inf"))
+
+
+#: slots per forward pass of :func:`chunked_forward`: 8 slots (6 400 tokens at I = 40, J = 12) keep the
+#: activations in the CPU caches; one pass over hundreds of slots is ~1.7x slower per token on CPU
+CHUNK_SLOTS = 8
+
+
+def chunked_forward(model: PriorNet, tokens: torch.Tensor, prior: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``model(tokens, prior, valid)`` of slots (S, H, C, F) over the slot axis in chunks of :data:`CHUNK_SLOTS`
+    slots: the same logits row for row (with gradients when enabled), faster for many slots. One slot's
+    (H, C, F) features go through in one pass."""
+    if tokens.dim() < 4 or tokens.shape[0] <= CHUNK_SLOTS:
+        return model(tokens, prior, valid)
+    return torch.cat([model(tokens[i:i + CHUNK_SLOTS], prior[i:i + CHUNK_SLOTS], valid[i:i + CHUNK_SLOTS])
+                      for i in range(0, tokens.shape[0], CHUNK_SLOTS)])
 
 
 def greedy_actions(model: PriorNet, tokens: np.ndarray, prior: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Argmax per head of a batch of slots' features (..., H, C, F) -> (..., H) int64 flat actions."""
-    with torch.no_grad():
-        logits = model(torch.from_numpy(tokens), torch.from_numpy(prior), torch.from_numpy(valid))
+    with torch.inference_mode():
+        logits = chunked_forward(model, torch.from_numpy(tokens), torch.from_numpy(prior), torch.from_numpy(valid))
     return logits.argmax(dim=-1).numpy().astype(np.int64)
 
 
@@ -392,20 +454,27 @@ def _episode_slots(env: OINCEnv, instance: Instance, seed: int, heuristic: SloLi
     return slots
 
 
-def validation_gain(model: PriorNet, data: list[tuple[Slot, np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, float]:
+def validation_gain(model: PriorNet, data: list[tuple[Slot, np.ndarray, np.ndarray, np.ndarray]],
+                    tensors: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> dict[str, float]:
     """Greedy policy vs the heuristic on the same slots: mean reward gain per slot (eq. (4), the training
-    objective), change of the mean latency (s; the ladder's inference term) and of the SLO hit rate."""
-    tokens = np.stack([d[1] for d in data])
-    actions = greedy_actions(model, tokens, np.stack([d[2] for d in data]), np.stack([d[3] for d in data]))
-    gain, dlat, dhit = [], [], []
-    for (slot, *_), action in zip(data, actions, strict=True):
-        both = np.stack([action, slot.heuristic])
-        lat = slot_latency(slot, both)
-        reward = dyn.slot_reward(lat, slot.slo_s, slot.psi)
-        gain.append(reward[0] - reward[1])
-        dlat.append(lat[0].mean() - lat[1].mean())
-        dhit.append((lat[0] <= slot.slo_s).mean() - (lat[1] <= slot.slo_s).mean())
+    objective), change of the mean latency (s; the ladder's inference term) and of the SLO hit rate.
+    ``tensors``: the data's (tokens, prior, valid) already stacked (:func:`_stack_features`), to skip the stacking."""
+    tokens, prior, valid = _stack_features([d[1:] for d in data]) if tensors is None else tensors
+    with torch.inference_mode():
+        actions = chunked_forward(model, tokens, prior, valid).argmax(dim=-1).numpy().astype(np.int64)
+    slots = [d[0] for d in data]
+    lat = batch_slot_latency(slots, np.stack([actions, np.stack([s.heuristic for s in slots])], axis=1))
+    slo = np.stack([s.slo_s for s in slots])
+    psi = np.array([s.psi for s in slots], dtype=np.float64)[:, None]
+    gain = dyn.slot_reward(lat[:, 0], slo, psi) - dyn.slot_reward(lat[:, 1], slo, psi)
+    dlat = lat[:, 0].mean(axis=-1) - lat[:, 1].mean(axis=-1)
+    dhit = (lat[:, 0] <= slo).mean(axis=-1) - (lat[:, 1] <= slo).mean(axis=-1)
     return {"gain": float(np.mean(gain)), "latency": float(np.mean(dlat)), "hit_rate": float(np.mean(dhit))}
+
+
+def _stack_features(feats: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[torch.Tensor, ...]:
+    """(tokens, prior, valid) tensors of a list of :func:`slot_features` outputs, stacked on a new first axis."""
+    return tuple(torch.from_numpy(np.stack(x)) for x in zip(*feats, strict=True))
 
 
 def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, seed: int, steps: int,
@@ -415,7 +484,13 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
     On SIGINT/SIGTERM/SIGHUP the current batch ends, ``checkpoints/model_interrupted_<slots>.pt`` and
     ``model.pt`` are saved and :class:`agents.callbacks.TrainingInterrupted` is raised; ``resume=True``
     continues from the newest checkpoint (model, optimiser, counters, time, random states; the env copies start
-    new episodes, which changes nothing the policy could influence)."""
+    new episodes, which changes nothing the policy could influence).
+
+    Speed (``python -m benchmarks.oinc_prior_speed``): the env copies' features and sampled rewards are computed
+    batched (:func:`batch_slot_features`, :func:`batch_slot_rewards`, the per-slot functions' numbers bit for
+    bit), f_θ runs on valid tokens only, once per lockstep slot with gradients (no second forward for the loss)
+    and in cache-sized chunks for validation. What is left is mostly ``slo_liu`` itself (a Python loop over the
+    devices per slot and env copy) and f_θ's forward/backward."""
     from agents.callbacks import (
         GracefulInterrupt,
         TrainingInterrupted,
@@ -452,7 +527,9 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
     val: list[tuple[Slot, np.ndarray, np.ndarray, np.ndarray]] = []
     for e in range(cfg.eval_episodes):
         for inst in [base, *([pool[e % len(pool)]] if pool else [])]:
-            val += [(s, *slot_features(s)) for s in _episode_slots(base_env, inst, cfg.eval_seed + e, heuristic)]
+            slots = _episode_slots(base_env, inst, cfg.eval_seed + e, heuristic)
+            val += [(s, *f) for s, *f in zip(slots, *batch_slot_features(slots), strict=True)]
+    val_tensors = _stack_features([d[1:] for d in val])
     batch, played, best_gain = 0, 0, 0.0
     best_state = {k: v.clone() for k, v in model.state_dict().items()}
     if resume:
@@ -501,7 +578,9 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
     with interrupt:
         while played < steps and time.perf_counter() - start < cfg.max_minutes * 60 and not interrupt.requested:
             batch += 1
-            feats, acts, rews = [], [], []
+            # one forward with gradients per lockstep slot gives both the sampling distribution and the loss's
+            # logits (the parameters do not change within a batch; the same rows as one forward over the batch)
+            logits, acts, rews = [], [], []
             for _ in range(cfg.slots_per_batch):
                 slots = []
                 for i, env in enumerate(envs):
@@ -512,25 +591,22 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
                         heuristics[i].reset(env)
                         done[i] = False
                     slots.append(current_slot(env, heuristics[i].act(*state_obs[i])))
-                f = [slot_features(s) for s in slots]
-                tokens, prior, valid = (torch.from_numpy(np.stack(x)) for x in zip(*f, strict=True))
-                with torch.no_grad():
-                    probs = torch.softmax(model(tokens, prior, valid), dim=-1)  # (N, H, C)
+                tokens, prior, valid = (torch.from_numpy(x) for x in batch_slot_features(slots))
+                logits.append(chunked_forward(model, tokens, prior, valid))  # (N, H, C)
+                probs = torch.softmax(logits[-1].detach(), dim=-1)
                 n, h, c = probs.shape
                 sampled = torch.multinomial(probs.reshape(-1, c), cfg.samples, replacement=True, generator=generator)
                 sampled = sampled.reshape(n, h, cfg.samples).permute(0, 2, 1)  # (N, K, H)
-                rewards = np.stack([slot_rewards(s, a) for s, a in zip(slots, sampled.numpy(), strict=True)])
-                window.append(float((rewards - np.array([slot_rewards(s, s.heuristic[None])[0]
-                                                         for s in slots])[:, None]).mean()))
-                feats.append((tokens, prior, valid))
+                rewards = batch_slot_rewards(slots, sampled.numpy())  # (N, K)
+                heuristic_rewards = batch_slot_rewards(slots, np.stack([s.heuristic for s in slots])[:, None])
+                window.append(float((rewards - heuristic_rewards).mean()))
                 acts.append(sampled)
                 rews.append(torch.from_numpy(rewards))
                 for i, (env, s) in enumerate(zip(envs, slots, strict=True)):
                     obs, _, _, truncated, info = env.step(s.heuristic)  # the slots ahead do not depend on it
                     state_obs[i], done[i] = (obs, info), truncated
                 played += len(envs)
-            tokens, prior, valid = (torch.cat(x) for x in zip(*feats, strict=True))
-            loss = reinforce_loss(model(tokens, prior, valid), torch.cat(acts), torch.cat(rews))
+            loss = reinforce_loss(torch.cat(logits), torch.cat(acts), torch.cat(rews))
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
@@ -538,7 +614,7 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
             last = played >= steps or time.perf_counter() - start >= cfg.max_minutes * 60
             if batch % cfg.eval_every == 0 or last:
                 model.eval()
-                v = validation_gain(model, val)
+                v = validation_gain(model, val, val_tensors)
                 model.train()
                 elapsed = time.perf_counter() - start
                 alpha = float(model.log_alpha.detach().exp())

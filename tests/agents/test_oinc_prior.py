@@ -20,12 +20,16 @@ from agents.oinc.prior import (
     PriorNet,
     PriorPolicy,
     TrainConfig,
+    batch_slot_features,
+    batch_slot_rewards,
+    chunked_forward,
     current_slot,
     load_policy,
     reinforce_loss,
     slot_features,
     slot_latency,
     slot_rewards,
+    validation_gain,
 )
 from agents.uec.model import save_model
 from envs.oinc.env import OINCEnv
@@ -88,6 +92,57 @@ def test_oinc_v0__slot_rewards_are_the_env_reward_and_features_are_exact_one_hea
             assert tokens[head, choice, 1] == pytest.approx(lat.sum() - lat0.sum(), abs=1e-5)
             misses = (lat > slot.slo_s).sum() - (lat0 > slot.slo_s).sum()
             assert tokens[head, choice, 2] == pytest.approx(misses / 4.0)
+
+
+def _mixed_slots(count: int = 6) -> list:
+    """Slots of two instances (the trainer batches env copies on different instances), every third with an
+    arbitrary action in the heuristic's place."""
+    rng = np.random.default_rng(3)
+    heuristic = SloLiuPolicy(slo_margin=0.3)
+    slots = []
+    for instance_seed in (0, 10_001):
+        env = _env(instance_seed=instance_seed)
+        obs, info = env.reset(seed=instance_seed)
+        heuristic.reset(env)
+        for t in range(count // 2):
+            action = heuristic.act(obs, info) if t % 3 else rng.integers(0, env.action_space.nvec)
+            slots.append(current_slot(env, action))
+            obs, _, _, _, info = env.step(action)
+    return slots
+
+
+def test_oinc_v0__batched_features_and_rewards_are_the_per_slot_ones_bit_for_bit():
+    slots = _mixed_slots()
+    batched = batch_slot_features(slots)
+    for n, slot in enumerate(slots):
+        for one, many in zip(slot_features(slot), batched, strict=True):
+            assert np.array_equal(one, many[n])
+    # the trainer's layout: (N, K, 3I) views of a permuted (N, 3I, K) tensor of sampled actions
+    rng = np.random.default_rng(0)
+    nvec = np.tile([slots[0].cpu_hz.size, 4, 4], slots[0].slo_s.size)
+    sampled = torch.from_numpy(rng.integers(0, nvec[None, :, None], size=(len(slots), nvec.size, 5))).permute(0, 2, 1)
+    for actions in (sampled.numpy(), np.ascontiguousarray(sampled.numpy())):
+        expected = np.stack([slot_rewards(s, a) for s, a in zip(slots, actions, strict=True)])
+        assert np.array_equal(batch_slot_rewards(slots, actions), expected)
+
+
+def test_oinc_v0__prior_forward_on_valid_tokens_and_in_chunks_gives_the_full_forward_logits():
+    env = _env()
+    model = _model(env)
+    with torch.no_grad():
+        model.correction[-1].weight.normal_(0.0, 1.0)
+    tokens, prior, valid = (torch.from_numpy(x) for x in batch_slot_features(_mixed_slots(20)))
+    with torch.no_grad():
+        full = (model.log_alpha.exp() * prior.float() + model.correction(tokens).squeeze(-1)).masked_fill(
+            ~valid, float("-inf"))
+        got = model(tokens, prior, valid)
+        assert torch.allclose(got, full, rtol=0, atol=1e-6) and torch.equal(torch.isinf(got), ~valid)
+        assert torch.equal(chunked_forward(model, tokens, prior, valid), got)
+    data = [(s, *f) for s, *f in zip(_mixed_slots(20), *batch_slot_features(_mixed_slots(20)), strict=True)]
+    gain = validation_gain(model, data)
+    actions = got.argmax(-1).numpy()
+    reference = [slot_rewards(s, np.stack([a, s.heuristic])) for s, a in zip(_mixed_slots(20), actions, strict=True)]
+    assert gain["gain"] == pytest.approx(np.mean([r[0] - r[1] for r in reference]), rel=1e-12, abs=1e-15)
 
 
 def test_oinc_v0__prior_logits_are_alpha_on_the_heuristic_choice_and_masked_elsewhere():
