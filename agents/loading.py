@@ -731,6 +731,17 @@ def safe_torch_load(path: Path | str, device: str = "cpu", what: str = "model fi
         raise ModelFileError(f"{path} cannot be read as a {what}: truncated or damaged ({first})") from None
 
 
+def save_config_model(path: Path, model: Any, **meta: Any) -> Path:
+    """Save a torch model with a ``cfg.to_dict()`` as ``{"model_config", "state_dict", "meta"}``: tensors and
+    plain values only, so :func:`load_config_model` reads it weights-only (the UEC and OINC trainers' format)."""
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta}, path)
+    return path
+
+
 def load_config_model(path: Path | str, device: str, what: str, build: Callable[[dict], Any]) -> tuple[Any, dict]:
     """A torch model saved as ``{"model_config": {...}, "state_dict": ..., ...}`` (the CoRaiS and UEC attention
     trainers' format): read weights-only (:func:`safe_torch_load`), built by ``build(model_config)``, loaded and

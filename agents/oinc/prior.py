@@ -39,8 +39,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.loading import save_config_model as save_model
 from agents.priors import correction_mlp
-from agents.uec.model import save_model
 from envs.oinc import dynamics as dyn
 from envs.oinc.env import OINCEnv
 from envs.oinc.types import Instance

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from agents.loading import save_config_model as save_model  # noqa: F401  (the trainers' save format)
 from envs.uec.env import ObservationLayout
 
 #: The env the UEC dispatchers act on.
@@ -115,14 +114,6 @@ def masked_log_probs(model: UECAttentionNet, obs: np.ndarray | torch.Tensor) -> 
     """log π(·|obs) for a batch of flat observations (infeasible actions get -inf)."""
     obs_t = torch.as_tensor(np.asarray(obs, dtype=np.float32)) if not torch.is_tensor(obs) else obs
     return torch.log_softmax(model(obs_t), dim=-1)
-
-
-def save_model(path: Path, model: nn.Module, **meta: Any) -> Path:
-    """Save a dispatcher (its ``cfg.to_dict()``, state dict and ``meta``) as a tensors-and-plain-values file that
-    ``torch.load(weights_only=True)`` reads back (agents.uec.trainer.load_model)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(), "meta": meta}, path)
-    return path
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 import envs  # noqa: F401  (registers OINC-v0)
 from agents.callbacks import TrainingInterrupted
+from agents.loading import save_config_model as save_model
 from agents.oinc import prior as oinc_prior
 from agents.oinc.prior import (
     PriorModelConfig,
@@ -31,7 +32,6 @@ from agents.oinc.prior import (
     slot_rewards,
     validation_gain,
 )
-from agents.uec.model import save_model
 from envs.oinc.env import OINCEnv
 from offline.oinc.heuristics import SloLiuPolicy, tuned_pair_kwargs
 
