@@ -24,7 +24,6 @@ the first line of the file is the command.
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,13 +111,9 @@ def _main(args: Options) -> None:
                    "diff_ci95": f"{half:.5f}", "n": values.size}
             rows.append(row)
             print(row, flush=True)
-    out = ROOT / args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
-        f.write("# " + " ".join(["python -m benchmarks.corais_kick_guidance", *sys.argv[1:]]) + "\n")
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    from benchmarks.results import write_csv
+
+    out = write_csv(ROOT / args.out, rows)
     print(f"wrote {out} and {write_table(out)}")
 
 

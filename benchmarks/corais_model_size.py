@@ -11,9 +11,7 @@ the command, so the comparison of the paper-sized network (docs/envs/corais.md) 
 
 from __future__ import annotations
 
-import csv
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,13 +77,9 @@ def _main(args: Options) -> None:
                    "scale": "x".join(map(str, args.scale))}
             rows.append(row)
             print(row)
-    out = ROOT / args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
-        f.write("# " + " ".join(["python -m benchmarks.corais_model_size", *sys.argv[1:]]) + "\n")
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    from benchmarks.results import write_csv
+
+    out = write_csv(ROOT / args.out, rows)
     print(f"wrote {out}")
 
 

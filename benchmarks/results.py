@@ -106,6 +106,18 @@ def write_rows(benchmark: str, rows: Iterable[Mapping[str, object]], path: Path 
     return path
 
 
+def write_csv(path: Path, rows: list[dict[str, object]], command: str | None = None) -> Path:
+    """A benchmark's own results file: ``# <command>`` on the first line, then ``rows`` as CSV."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        f.write("# " + (command or command_line()) + "\n")
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
 def read_rows(path: Path | None = None) -> list[dict[str, str]]:
     """All rows of the results file (empty when it does not exist yet)."""
     path = Path(path or RESULTS_FILE)

@@ -77,6 +77,17 @@ class _Problem:
 
 
 @numba.njit(cache=True)
+def _push_top2(value: float, i: int, edge: int, first: np.ndarray, second: np.ndarray, holder: np.ndarray) -> None:
+    """Add request ``i``'s ``value`` to ``edge``'s two largest (ties: the earlier request stays first)."""
+    if holder[edge] == -1 or value > first[edge]:
+        second[edge] = first[edge]
+        first[edge] = value
+        holder[edge] = i
+    elif value > second[edge]:
+        second[edge] = value
+
+
+@numba.njit(cache=True)
 def _aggregates(cmp_local: np.ndarray, cmp_in: np.ndarray, trn: np.ndarray, res: np.ndarray, workload: np.ndarray,
                 action: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per-edge times T_j and, per request, the time of its edge with it taken out (T_j without i).
@@ -97,20 +108,8 @@ def _aggregates(cmp_local: np.ndarray, cmp_in: np.ndarray, trn: np.ndarray, res:
         a = action[i]
         local[a] += cmp_local[i, a]
         inc[a] += cmp_in[i, a]
-        v = trn[i, a]
-        if trn_idx[a] == -1 or v > trn1[a]:
-            trn2[a] = trn1[a]
-            trn1[a] = v
-            trn_idx[a] = i
-        elif v > trn2[a]:
-            trn2[a] = v
-        v = res[i, a]
-        if res_idx[a] == -1 or v > res1[a]:
-            res2[a] = res1[a]
-            res1[a] = v
-            res_idx[a] = i
-        elif v > res2[a]:
-            res2[a] = v
+        _push_top2(trn[i, a], i, a, trn1, trn2, trn_idx)
+        _push_top2(res[i, a], i, a, res1, res2, res_idx)
     times = np.empty(q)
     for j in range(q):
         times[j] = edge_time_scalar(workload, j, local[j], inc[j], trn1[j], res1[j])
