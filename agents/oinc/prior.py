@@ -45,6 +45,14 @@ from envs.oinc import dynamics as dyn
 from envs.oinc.env import OINCEnv
 from envs.oinc.types import Instance
 from offline.oinc.heuristics import SloLiuPolicy, tuned_pair_kwargs
+from offline.oinc.slot import (  # noqa: F401  (re-exported: the trainer's slot model)
+    Slot,
+    batch_slot_latency,
+    batch_slot_rewards,
+    current_slot,
+    slot_latency,
+    slot_rewards,
+)
 
 ENV_ID = "OINC-v0"
 MODEL_FILE = "model.pt"
@@ -83,78 +91,6 @@ class PriorModelConfig:
 # --------------------------------------------------------------------------------------------------
 # One slot: context, exact rewards, features
 # --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Slot:
-    """What one slot's decision depends on: the tasks, f^t, the instance's tables and the heuristic's action."""
-
-    data_bits: np.ndarray  # (I,)
-    cycles: np.ndarray  # (I,)
-    inference_share: np.ndarray  # (J,) f_j^t
-    rate: np.ndarray  # (I, J) full-band rates
-    cpu_hz: np.ndarray  # (J,)
-    slo_s: np.ndarray  # (I,)
-    psi: float
-    heuristic: np.ndarray  # (3I,) int64, the heuristic's flat action
-
-
-def current_slot(env: OINCEnv, heuristic_action: np.ndarray) -> Slot:
-    """The :class:`Slot` of ``env``'s current slot (reads the instance and the current tasks, like the heuristics)."""
-    d, c = env.current_tasks
-    inst = env.instance
-    return Slot(d, c, env.inference_share, inst.full_rate_bps, inst.cpu_hz, inst.slo_s, env.psi,
-                np.asarray(heuristic_action, dtype=np.int64))
-
-
-def slot_latency(slot: Slot, actions: np.ndarray) -> np.ndarray:
-    """(..., I) task latencies of flat actions (..., 3I) in ``slot``, by ``envs.oinc.dynamics`` as
-    ``OINCEnv.slot_latency`` computes them when no edge pauses."""
-    actions = np.asarray(actions, dtype=np.int64)
-    plan = actions.reshape(*actions.shape[:-1], -1, 3)
-    edge = plan[..., 0]
-    batch = edge.reshape(-1, edge.shape[-1])
-    z, v = dyn.shares_from_levels(batch, plan[..., 1].reshape(batch.shape), plan[..., 2].reshape(batch.shape),
-                                  slot.cpu_hz.size)
-    z, v = z.reshape(edge.shape), v.reshape(edge.shape)
-    rate = slot.rate[np.arange(edge.shape[-1]), edge]
-    return (dyn.transmission_time(slot.data_bits, rate, v)
-            + dyn.computation_time(slot.cycles, slot.cpu_hz[edge], z * slot.inference_share[edge]))
-
-
-def slot_rewards(slot: Slot, actions: np.ndarray) -> np.ndarray:
-    """Eq. (4)'s slot reward of each flat action in ``actions`` (K, 3I): what ``env.step`` returns for it."""
-    return np.asarray(dyn.slot_reward(slot_latency(slot, actions), slot.slo_s, slot.psi), dtype=np.float64)
-
-
-def batch_slot_latency(slots: list[Slot], actions: np.ndarray) -> np.ndarray:
-    """(N, K, I) task latencies of flat actions (N, K, 3I), row n in ``slots[n]``: :func:`slot_latency` of each
-    slot, bit for bit: the same elementwise operations, the per-edge sums are ``dyn.group_totals``'s, and the
-    result has the memory layout of the actions' edge entries, as :func:`slot_latency`'s has (numpy's mean over
-    the devices adds in an order that follows the layout)."""
-    actions = np.asarray(actions, dtype=np.int64)
-    n, k = actions.shape[:2]
-    plan = actions.reshape(n, k, -1, 3)
-    edge = plan[..., 0]
-    num_i, num_j = edge.shape[-1], slots[0].cpu_hz.size
-    z, v = dyn.shares_from_levels(edge.reshape(n * k, num_i), plan[..., 1].reshape(n * k, num_i),
-                                  plan[..., 2].reshape(n * k, num_i), num_j)
-    z, v = z.reshape(edge.shape), v.reshape(edge.shape)
-    env_rows = np.arange(n)[:, None, None]
-    rate = np.stack([s.rate for s in slots])[env_rows, np.arange(num_i), edge]
-    cpu_hz = np.stack([s.cpu_hz for s in slots])[env_rows, edge]
-    share = np.stack([s.inference_share for s in slots])[env_rows, edge]
-    latency = np.empty_like(edge, dtype=np.float64)  # order="K": the layout of the edge entries
-    return np.add(dyn.transmission_time(np.stack([s.data_bits for s in slots])[:, None], rate, v),
-                  dyn.computation_time(np.stack([s.cycles for s in slots])[:, None], cpu_hz, z * share), out=latency)
-
-
-def batch_slot_rewards(slots: list[Slot], actions: np.ndarray) -> np.ndarray:
-    """(N, K) eq. (4) slot rewards of flat actions (N, K, 3I), row n in ``slots[n]``: :func:`slot_rewards` of
-    each slot, bit for bit."""
-    slo = np.stack([s.slo_s for s in slots])[:, None]
-    psi = np.array([s.psi for s in slots], dtype=np.float64)[:, None, None]
-    return np.asarray(dyn.slot_reward(batch_slot_latency(slots, actions), slo, psi), dtype=np.float64)
 
 
 def _task_cost(latency: np.ndarray, slo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

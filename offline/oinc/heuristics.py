@@ -25,21 +25,26 @@ import numpy as np
 from envs.oinc import dynamics as dyn
 from offline.ladder_spec import tuned_params
 from offline.oinc.policies import ENV_ID, LiuPolicy
+from offline.oinc.slot import current_slot, slot_rewards
 from offline.registry import register_policy
 
-__all__ = ["DEFAULTS", "PAIR", "SloLiuPolicy", "tuned_pair_kwargs"]
+__all__ = ["DEFAULTS", "LS_PAIR", "PAIR", "SloLiuLocalSearchPolicy", "SloLiuPolicy", "tuned_pair_kwargs"]
 
 #: The rung-3 pair (inference policy + retraining controller), the name ``offline.oinc.evaluation`` accepts.
 PAIR = "slo_liu+ekya"
+#: The same pair with ``slo_liu_ls`` (``SloLiuLocalSearchPolicy``), at ``PAIR``'s tuned share and margin.
+LS_PAIR = "slo_liu_ls+ekya"
 #: Untuned values: the controller's retraining share (its cap for aret/kalmia, its fixed share otherwise)
 #: and the safety margin on the SLO needs.
 DEFAULTS: dict[str, Any] = {"retraining_share": 0.8, "slo_margin": 0.3}
 
 
-def tuned_pair_kwargs() -> dict[str, Any]:
-    """``PAIR``'s kwargs from ``tuned.yaml`` (``DEFAULTS`` where it has none): the retraining share goes to
-    the pair's env, ``slo_margin`` to the policy factory."""
-    return tuned_params(Path(__file__).parent, PAIR, DEFAULTS)
+def tuned_pair_kwargs(pair: str = PAIR) -> dict[str, Any]:
+    """``pair``'s kwargs from ``tuned.yaml``: the retraining share goes to the pair's env, ``slo_margin`` to the
+    policy factory. Where ``pair`` has no entry: ``PAIR``'s tuned values, then ``DEFAULTS``."""
+    folder = Path(__file__).parent
+    base = tuned_params(folder, PAIR, DEFAULTS)
+    return base if pair == PAIR else tuned_params(folder, pair, base)
 
 
 class SloLiuPolicy(LiuPolicy):
@@ -78,7 +83,62 @@ class SloLiuPolicy(LiuPolicy):
         return edge, np.maximum(share, 1e-9), v
 
 
+class SloLiuLocalSearchPolicy(SloLiuPolicy):
+    """Ours: ``slo_liu``'s action improved by best-improvement local search on the slot's own reward.
+
+    Every step tries each single-head change (one device's edge, compute level or bandwidth level: I(J + 2W)
+    candidates), scores all of them at once with eq. (4)'s exact slot reward (``offline.oinc.slot``) and takes
+    the best, until none improves or ``max_moves`` steps. The slot reward is exact under a controller without a
+    pause rule (Ekya, Dedas, Zhang): there an inference action changes nothing after its slot. Never worse than
+    ``slo_liu`` on the slot's reward.
+    """
+
+    name = "slo_liu_ls"
+
+    def __init__(self, slo_margin: float = DEFAULTS["slo_margin"], passes: int = 2, max_moves: int = 100) -> None:
+        super().__init__(slo_margin=slo_margin, passes=passes)
+        if isinstance(max_moves, bool) or not isinstance(max_moves, int) or max_moves < 0:
+            raise ValueError(f"max_moves={max_moves!r} is invalid: expected an integer >= 0")
+        self.max_moves = max_moves
+        self.last_moves = 0
+        self._neighbours: tuple[np.ndarray, np.ndarray] | None = None
+
+    def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        action = np.asarray(super().act(obs, info), dtype=np.int64)
+        slot = current_slot(self.env, action)
+        heads, choices = self._single_head_changes(action.size)
+        rows = np.arange(heads.size)
+        best = float(slot_rewards(slot, action[None])[0])
+        self.last_moves = 0
+        while self.last_moves < self.max_moves:
+            candidates = np.repeat(action[None], heads.size, axis=0)
+            candidates[rows, heads] = choices
+            rewards = slot_rewards(slot, candidates)
+            k = int(np.argmax(rewards))
+            if not rewards[k] > best + 1e-12 * max(abs(best), 1.0):
+                break
+            action, best = candidates[k], float(rewards[k])
+            self.last_moves += 1
+        return action
+
+    def _single_head_changes(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(head, choice) of every single-head action: edges 0..J-1 for edge heads, levels for the others."""
+        if self._neighbours is None or self._neighbours[0].max() != size - 1:
+            num_j = self.env.instance.num_edges
+            options = [np.arange(num_j if h % 3 == 0 else dyn.NUM_LEVELS) for h in range(size)]
+            heads = np.concatenate([np.full(o.size, h) for h, o in enumerate(options)])
+            self._neighbours = (heads, np.concatenate(options))
+        return self._neighbours
+
+
 @register_policy(ENV_ID, "slo_liu")
 def _slo_liu(env: gym.Env, slo_margin: float | None = None, passes: int = 2, **kwargs: Any) -> SloLiuPolicy:
     margin = tuned_pair_kwargs()["slo_margin"] if slo_margin is None else slo_margin
     return SloLiuPolicy(slo_margin=margin, passes=passes)
+
+
+@register_policy(ENV_ID, "slo_liu_ls")
+def _slo_liu_ls(env: gym.Env, slo_margin: float | None = None, passes: int = 2, max_moves: int = 100,
+                **kwargs: Any) -> SloLiuLocalSearchPolicy:
+    margin = tuned_pair_kwargs(LS_PAIR)["slo_margin"] if slo_margin is None else slo_margin
+    return SloLiuLocalSearchPolicy(slo_margin=margin, passes=passes, max_moves=max_moves)

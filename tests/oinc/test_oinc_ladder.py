@@ -85,7 +85,7 @@ def test_oinc_ladder__tuned_pair_reads_tuned_yaml() -> None:
     env = OINCEnv(scenario="tiny")
     assert make_policy(ENV_ID, "slo_liu", env).slo_margin == pytest.approx(tuned["slo_margin"])
     assert make_policy(ENV_ID, "slo_liu", env, slo_margin=0.5).slo_margin == 0.5
-    assert {t.policy for t in SPEC.tuning} == {heuristics.PAIR}
+    assert {t.policy for t in SPEC.tuning} == {heuristics.PAIR, heuristics.LS_PAIR}
 
 
 def test_oinc_ladder__retraining_share_kwarg_configures_only_its_pair(tmp_path: pathlib.Path) -> None:
@@ -136,7 +136,8 @@ def test_oinc_ladder__no_pair_beats_the_bounds_on_fuzzed_small_instances() -> No
             metric = slo_weighted_sum(info["weighted_sum"], info["slo_hit_rate"])
             assert metric >= bound["slo_weighted_sum_bound"] - 1e-6, (case, inference, controller, share)
             checked += 1
-    assert checked == 2 * 5 * 5 * 3 + 10 * 5 * 5
+    n = len(INFERENCE_POLICIES)
+    assert checked == 2 * n * 5 * 3 + 10 * n * 5
 
 
 def test_oinc_ladder__bound_below_brute_force_on_one_device_one_edge() -> None:
@@ -179,3 +180,37 @@ def test_oinc_episode_draws__are_the_episode_s_tasks_and_a_copy():
     assert np.array_equal(draws.data_bits[0], data_bits) and np.array_equal(draws.cycles[0], cycles)
     draws.cycles[:] = -1.0  # a copy: the env's own draws are untouched
     assert np.array_equal(env.current_tasks[1], cycles)
+
+
+def test_oinc_ladder__slo_liu_ls_ends_at_a_local_optimum_of_the_exact_slot_reward() -> None:
+    """Under Ekya the local search scores candidates by the slot reward env.step returns; each decision is at
+    least slo_liu's on it and no single-head change improves it; max_moves=0 is slo_liu itself."""
+    from offline.oinc.slot import current_slot, slot_rewards
+
+    env = OINCEnv(retraining="ekya", retraining_share=0.8, instance_seed=3)
+    search = make_policy(ENV_ID, "slo_liu_ls", env, slo_margin=0.1)
+    plain = make_policy(ENV_ID, "slo_liu", env, slo_margin=0.1)
+    same = make_policy(ENV_ID, "slo_liu_ls", env, slo_margin=0.1, max_moves=0)
+    obs, info = env.reset(seed=4)
+    for policy in (search, plain, same):
+        policy.reset(env, seed=0)
+    moved = 0
+    for _ in range(30):
+        base = plain.act(obs, info)
+        np.testing.assert_array_equal(same.act(obs, info), base)
+        action = search.act(obs, info)
+        slot = current_slot(env, action)
+        reward = float(slot_rewards(slot, action[None])[0])
+        assert reward >= float(slot_rewards(slot, base[None])[0]) - 1e-12
+        heads, choices = search._single_head_changes(action.size)
+        neighbours = np.repeat(action[None], heads.size, axis=0)
+        neighbours[np.arange(heads.size), heads] = choices
+        assert slot_rewards(slot, neighbours).max() <= reward + 1e-12 * max(abs(reward), 1.0)
+        moved += search.last_moves
+        obs, step_reward, terminated, truncated, info = env.step(action)
+        assert step_reward == pytest.approx(reward, rel=1e-12, abs=1e-12)
+        if terminated or truncated:
+            break
+    assert moved > 0
+    with pytest.raises(ValueError, match="max_moves"):
+        make_policy(ENV_ID, "slo_liu_ls", env, max_moves=-1)
