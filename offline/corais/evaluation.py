@@ -48,11 +48,11 @@ DEFAULT_EVALUATION: dict[str, Any] = {
     "instances": 10,
     "episodes": 1,
 }
-#: ``python evaluate.py env=corais-v1``: the paper's heuristics and MILP, our heuristics (the 1 s search) and the
-#: shipped v1 dispatcher.
+#: ``python evaluate.py env=corais-v1``: the paper's heuristics and MILP, our heuristics (the 100 ms and 1 s
+#: searches) and the shipped v1 dispatcher, alone and inside the 100 ms search.
 DEFAULT_EVALUATION_V1: dict[str, Any] = {
-    "policies": ["exact", "local", "predicted", "random1k", "list_greedy", "list_greedy_ls", "ils_1s",
-                 "corais_greedy", "corais_1k"],
+    "policies": ["exact", "local", "predicted", "random1k", "list_greedy", "list_greedy_ls", "ils_100ms", "ils_1s",
+                 "corais_greedy", "corais_1k", "corais_ils_100ms"],
     "instances": 10,
     "episodes": 1,
 }
