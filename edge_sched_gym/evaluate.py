@@ -331,14 +331,20 @@ def run(cfg: DictConfig) -> Path:
     check_writable_folder("out", str(cfg.out or DEFAULT_OUT))
     if cfg.get("out"):
         out_dir = Path(cfg.out)
-    else:  # a fresh folder even when two runs start within the same second (e.g. `-m seed=0,1`)
+        fresh = not out_dir.exists()
+        out_dir.mkdir(parents=True, exist_ok=True)
+    else:  # a fresh folder even when two runs start within the same second (e.g. `-m seed=0,1`, or two shells):
+        # created atomically, so two processes never share it
         stem = DEFAULT_OUT / f"{cfg.env.name}__{datetime.now():%Y%m%d-%H%M%S}"
-        out_dir, copy = stem, 1
-        while out_dir.exists():
-            copy += 1
-            out_dir = stem.with_name(f"{stem.name}-{copy}")
-    fresh = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        out_dir, copy, fresh = stem, 1, True
+        while True:
+            try:
+                out_dir.mkdir()
+                break
+            except FileExistsError:
+                copy += 1
+                out_dir = stem.with_name(f"{stem.name}-{copy}")
     try:
         OmegaConf.save(cfg, out_dir / "config.yaml")
         sweeps = cfg.get("sweeps") or []

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -105,19 +106,41 @@ def test_quickstart__readme_commands_leave_a_fresh_clone_clean(tmp_path):
     clone = fresh_clone(tmp_path / "clone")
     assert _git(clone, "status", "--porcelain") == ""
     env = {**os.environ, "PYTHONPATH": str(clone), "MPLBACKEND": "Agg"}
-    run_folder = None
-    for args in quickstart_commands((clone / "README.md").read_text()):
-        extra = tiny_overrides(args)
-        if extra is None:
-            continue
-        if run_folder is not None:
-            args = [a.replace("runs/<the run folder>", str(run_folder)) for a in args]
+    commands = [(args, extra) for args in quickstart_commands((clone / "README.md").read_text())
+                if (extra := tiny_overrides(args)) is not None]
+    folders: dict[int, Path | str] = {}  # command index -> the run folder it printed
+
+    def run(index: int) -> tuple[int, subprocess.CompletedProcess]:
+        args, extra = commands[index]
+        if any("<the run folder>" in a for a in args):  # the latest training command before it in README order
+            folder = folders[max(i for i in folders if i < index)]
+            args = [a.replace("runs/<the run folder>", str(folder)) for a in args]
         assert not any("<" in a for a in args), f"{args}: no run folder yet"
-        result = subprocess.run([sys.executable, *args[1:], *extra], cwd=clone, env=env, capture_output=True,
-                                text=True, timeout=600)
-        assert result.returncode == 0, f"{' '.join(args)}\n{result.stderr[-3000:]}"
-        found = re.search(r"^run folder: (.+)$", result.stdout, flags=re.MULTILINE)
-        if found and run_folder is None:
-            run_folder = Path(found.group(1)).relative_to(clone) if Path(found.group(1)).is_absolute() else found.group(1)
-        status = _git(clone, "status", "--porcelain")
-        assert status == "", f"{' '.join(args)} changed the checkout:\n{status}"
+        return index, subprocess.run([sys.executable, *args[1:], *extra], cwd=clone, env=env, capture_output=True,
+                                     text=True, timeout=600)
+
+    # two at a time (the default test run is serial, so the second core is free); a command that needs a run
+    # folder starts once the training commands before it have finished
+    needs_folder = [i for i, (args, _) in enumerate(commands) if any("<the run folder>" in a for a in args)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        running = {pool.submit(run, i): i for i in range(len(commands)) if i not in needs_folder}
+        finished: set[int] = set()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            beside = [" ".join(commands[i][0]) for i in running.values()]
+            for future in done:
+                running.pop(future)
+                index, result = future.result()
+                label = " ".join(commands[index][0])
+                assert result.returncode == 0, f"{label}\n{result.stderr[-3000:]}"
+                found = re.search(r"^run folder: (.+)$", result.stdout, flags=re.MULTILINE)
+                if found:
+                    path = Path(found.group(1))
+                    folders[index] = path.relative_to(clone) if path.is_absolute() else found.group(1)
+                finished.add(index)
+                status = _git(clone, "status", "--porcelain")
+                assert status == "", f"{label} (or one of {beside}) changed the checkout:\n{status}"
+            for i in [i for i in needs_folder if all(j in finished for j in range(i))]:
+                needs_folder.remove(i)
+                running[pool.submit(run, i)] = i
+    assert not needs_folder and len(finished) == len(commands)
