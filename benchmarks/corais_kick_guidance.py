@@ -66,9 +66,7 @@ def _main(args: Options) -> None:
 
     import envs  # noqa: F401
     from agents.corais import shipped_checkpoint
-    from agents.corais.policy import load_corais_policy
-    from envs.corais.dynamics import dispatch_cost
-    from offline.corais.greedy import list_greedy
+    from agents.corais.policy import load_corais_policy, search_start
     from offline.corais.policies import ILS_PARAMS
     from offline.corais.search import iterated_local_search
 
@@ -84,9 +82,7 @@ def _main(args: Options) -> None:
             obs, _ = env.reset(seed=instance_seed)
             inst = env.unwrapped.instance
             probs = policy.log_probs(obs).exp().numpy().astype(np.float64)
-            greedy = probs.argmax(axis=1)
-            listed = list_greedy(inst)
-            start = greedy if float(dispatch_cost(inst, greedy)) < float(dispatch_cost(inst, listed)) else listed
+            start = search_start(inst, probs)
             reference = iterated_local_search(inst, time_limit=None, max_iterations=args.reference_kicks, seed=99,
                                               **ILS_PARAMS)
             ref = reference.cost

@@ -164,20 +164,27 @@ class CoRaiSPolicy:
 
     def _search(self, logp: torch.Tensor, begin: float) -> np.ndarray:
         """The learned dispatcher inside the ILS (class docstring), within ``search_time`` of ``begin``."""
-        from offline.corais.greedy import list_greedy
         from offline.corais.policies import ILS_PARAMS
         from offline.corais.search import iterated_local_search
 
         instance = self._instance()
         probs = logp.exp().cpu().numpy().astype(np.float64)
-        greedy = probs.argmax(axis=1).astype(np.int64)
-        listed = list_greedy(instance)
-        start = greedy if float(dispatch_cost(instance, greedy)) < float(dispatch_cost(instance, listed)) else listed
+        start = search_start(instance, probs)
         seed = int(torch.randint(2**31 - 1, (1,), generator=self._gen))
         left = max(self.search_time - (time.perf_counter() - begin), 1e-4)
         self.last_result = iterated_local_search(instance, time_limit=left, seed=seed, start=start,
                                                  kick_probs=probs, **ILS_PARAMS)
         return self.last_result.action
+
+
+def search_start(instance: Any, probs: np.ndarray) -> np.ndarray:
+    """Where ``corais_ils_*`` starts its search: the network's greedy dispatch (argmax of ``probs``, (Z, Q)) when
+    it costs less than ``list_greedy``'s, else ``list_greedy``'s."""
+    from offline.corais.greedy import list_greedy
+
+    greedy = np.asarray(probs).argmax(axis=1).astype(np.int64)
+    listed = list_greedy(instance)
+    return greedy if float(dispatch_cost(instance, greedy)) < float(dispatch_cost(instance, listed)) else listed
 
 
 def load_corais_policy(

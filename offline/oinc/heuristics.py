@@ -101,7 +101,7 @@ class SloLiuLocalSearchPolicy(SloLiuPolicy):
             raise ValueError(f"max_moves={max_moves!r} is invalid: expected an integer >= 0")
         self.max_moves = max_moves
         self.last_moves = 0
-        self._neighbours: tuple[np.ndarray, np.ndarray] | None = None
+        self._neighbours: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # by (3I, J)
 
     def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
         action = np.asarray(super().act(obs, info), dtype=np.int64)
@@ -123,12 +123,12 @@ class SloLiuLocalSearchPolicy(SloLiuPolicy):
 
     def _single_head_changes(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(head, choice) of every single-head action: edges 0..J-1 for edge heads, levels for the others."""
-        if self._neighbours is None or self._neighbours[0].max() != size - 1:
-            num_j = self.env.instance.num_edges
-            options = [np.arange(num_j if h % 3 == 0 else dyn.NUM_LEVELS) for h in range(size)]
+        key = (size, self.env.instance.num_edges)
+        if key not in self._neighbours:
+            options = [np.arange(key[1] if h % 3 == 0 else dyn.NUM_LEVELS) for h in range(size)]
             heads = np.concatenate([np.full(o.size, h) for h, o in enumerate(options)])
-            self._neighbours = (heads, np.concatenate(options))
-        return self._neighbours
+            self._neighbours[key] = (heads, np.concatenate(options))
+        return self._neighbours[key]
 
 
 @register_policy(ENV_ID, "slo_liu")

@@ -44,17 +44,10 @@ def current_slot(env: OINCEnv, heuristic_action: np.ndarray) -> Slot:
 
 def slot_latency(slot: Slot, actions: np.ndarray) -> np.ndarray:
     """(..., I) task latencies of flat actions (..., 3I) in ``slot``, by ``envs.oinc.dynamics`` as
-    ``OINCEnv.slot_latency`` computes them when no edge pauses."""
+    ``OINCEnv.slot_latency`` computes them when no edge pauses (:func:`batch_slot_latency` of the one slot)."""
     actions = np.asarray(actions, dtype=np.int64)
-    plan = actions.reshape(*actions.shape[:-1], -1, 3)
-    edge = plan[..., 0]
-    batch = edge.reshape(-1, edge.shape[-1])
-    z, v = dyn.shares_from_levels(batch, plan[..., 1].reshape(batch.shape), plan[..., 2].reshape(batch.shape),
-                                  slot.cpu_hz.size)
-    z, v = z.reshape(edge.shape), v.reshape(edge.shape)
-    rate = slot.rate[np.arange(edge.shape[-1]), edge]
-    return (dyn.transmission_time(slot.data_bits, rate, v)
-            + dyn.computation_time(slot.cycles, slot.cpu_hz[edge], z * slot.inference_share[edge]))
+    flat = actions.reshape(1, -1, actions.shape[-1])
+    return batch_slot_latency([slot], flat)[0].reshape(*actions.shape[:-1], -1)
 
 
 def slot_rewards(slot: Slot, actions: np.ndarray) -> np.ndarray:
@@ -63,10 +56,10 @@ def slot_rewards(slot: Slot, actions: np.ndarray) -> np.ndarray:
 
 
 def batch_slot_latency(slots: list[Slot], actions: np.ndarray) -> np.ndarray:
-    """(N, K, I) task latencies of flat actions (N, K, 3I), row n in ``slots[n]``: :func:`slot_latency` of each
-    slot, bit for bit: the same elementwise operations, the per-edge sums are ``dyn.group_totals``'s, and the
-    result has the memory layout of the actions' edge entries, as :func:`slot_latency`'s has (numpy's mean over
-    the devices adds in an order that follows the layout)."""
+    """(N, K, I) task latencies of flat actions (N, K, 3I), row n in ``slots[n]`` (the per-edge sums are
+    ``dyn.group_totals``'s). The result has the memory layout of the actions' edge entries, so the rewards of a
+    batch equal those of each slot alone bit for bit (numpy's mean over the devices adds in an order that
+    follows the layout)."""
     actions = np.asarray(actions, dtype=np.int64)
     n, k = actions.shape[:2]
     plan = actions.reshape(n, k, -1, 3)
