@@ -190,6 +190,8 @@ def test_guided_kicks_are_seeded_never_worse_than_the_start_and_validate_their_i
     assert a.iterations == uniform.iterations == 10
     with pytest.raises(ValueError, match="kick_probs"):
         iterated_local_search(inst, time_limit=None, max_iterations=1, kick_probs=probs[:, :5])
+    with pytest.raises(ValueError, match="kick_probs"):
+        iterated_local_search(inst, time_limit=None, max_iterations=1, kick_probs=-probs)
 
 
 def test_kick_guidance_benchmark_writes_a_deterministic_table(tmp_path: Path) -> None:
