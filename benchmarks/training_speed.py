@@ -64,7 +64,27 @@ mask_dim = infer_mask_dim(env, prep.algo.get("mask", "auto"))
 cls = prep.spec.load_target()
 algo = dict(prep.algo)
 n_envs = args["n_envs"]
-if n_envs:  # env:algo@N: the native batched vector env, the model as train.py builds it
+model = None
+samples = ""
+if prep.spec.kind == "custom":  # the CoRaiS REINFORCE trainer's own update, on one core like the SB3 cases
+    from agents.corais import trainer as corais
+    from agents.corais.model import CoRaiSNet, ModelConfig
+    tcfg = corais.TrainConfig.from_dict(algo)
+    scenario, trng, samples = corais.training_scenario(prep.env), np.random.default_rng(0), tcfg.samples
+    torch.manual_seed(0)
+    net = CoRaiSNet(ModelConfig(**tcfg.model))
+    optimiser = torch.optim.Adam(net.parameters(), lr=tcfg.lr)
+    per_batch = tcfg.batch_size * tcfg.samples  # scored dispatches: each is one env step's decision and reward
+    def learn_batches(count):
+        for _ in range(count):
+            instances = corais.make_batch(scenario, trng, tcfg.batch_size)
+            corais.reinforce_step(net, optimiser, instances, tcfg, "cpu", tcfg.baseline == "greedy")
+        return count * per_batch
+    learn_batches(max(-(-args["warmup"] // per_batch), 10))
+    start, cpu = time.perf_counter(), time.process_time()
+    measured = learn_batches(max(-(-args["measure"] // per_batch), 30))
+    learn_wall, learn_cpu = time.perf_counter() - start, time.process_time() - cpu
+elif n_envs:  # env:algo@N: the native batched vector env, the model as train.py builds it
     train.fast_distributions() if train.is_maskable_ppo(cls) else None
     venv = train.make_native_vec_env(prep.env, n_envs, 0)
     model = train.build_sb3_model(cls, algo, venv, env, mask_dim, seed=0, device="cpu")
@@ -82,18 +102,19 @@ else:  # older commits
     except TypeError:  # older commits: no env argument
         policy_kwargs = resolve_policy_kwargs(algo.get("policy_kwargs") or {})
     model = cls(algo["policy"], env, seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs)
-learn = train.learn_kwargs(model) if hasattr(train, "learn_kwargs") else {}
-model.set_logger(configure(None, []))
-rollout = getattr(model, "n_steps", 0) * model.n_envs if hasattr(model, "rollout_buffer") else 0
-warmup, measure = args["warmup"], args["measure"]
-if rollout:  # on-policy: whole rollouts (learn() always finishes one), at least args["rollouts"] of them timed
-    warmup = -(-warmup // rollout) * rollout
-    measure = max(-(-measure // rollout), args["rollouts"]) * rollout
-model.learn(warmup, **learn)
-done, start, cpu = model.num_timesteps, time.perf_counter(), time.process_time()
-model.learn(measure, reset_num_timesteps=False, **learn)
-learn_wall, learn_cpu = time.perf_counter() - start, time.process_time() - cpu
-measured = model.num_timesteps - done
+if model is not None:
+    learn = train.learn_kwargs(model) if hasattr(train, "learn_kwargs") else {}
+    model.set_logger(configure(None, []))
+    rollout = getattr(model, "n_steps", 0) * model.n_envs if hasattr(model, "rollout_buffer") else 0
+    warmup, measure = args["warmup"], args["measure"]
+    if rollout:  # on-policy: whole rollouts (learn() always finishes one), at least args["rollouts"] of them timed
+        warmup = -(-warmup // rollout) * rollout
+        measure = max(-(-measure // rollout), args["rollouts"]) * rollout
+    model.learn(warmup, **learn)
+    done, start, cpu = model.num_timesteps, time.perf_counter(), time.process_time()
+    model.learn(measure, reset_num_timesteps=False, **learn)
+    learn_wall, learn_cpu = time.perf_counter() - start, time.process_time() - cpu
+    measured = model.num_timesteps - done
 
 rng = np.random.default_rng(0)
 space = env.action_space
@@ -133,7 +154,8 @@ print("RESULT " + json.dumps({"train_rate": measured / learn_wall, "train_cpu_ra
                              "train_freq": str(getattr(model, "train_freq", "")),
                              "gradient_steps": getattr(model, "gradient_steps", ""),
                              "n_steps": getattr(model, "n_steps", ""), "batch_size": getattr(model, "batch_size", ""),
-                             "n_epochs": getattr(model, "n_epochs", ""), "measured_steps": measured}))
+                             "n_epochs": getattr(model, "n_epochs", ""), "samples": samples,
+                             "measured_steps": measured}))
 """
 
 #: (env config, algo, extra overrides) measured by default: the learners each env's docs train.
@@ -161,7 +183,14 @@ class Options:
 
     def __post_init__(self) -> None:
         for case in self.cases:
-            parse_case(case)
+            env, algo, n_envs = parse_case(case)
+            if is_custom(algo) and algo != "corais":
+                raise ValueError(f"cases entry {case!r} is invalid: of the custom trainers only corais has a timed "
+                                 "training step (agents.corais.trainer.reinforce_step); the others have their own "
+                                 "benchmarks (benchmarks.oinc_prior_speed)")
+            if is_custom(algo) and (n_envs or self.baseline):
+                raise ValueError(f"cases entry {case!r} is invalid with baseline={self.baseline!r}: a custom trainer is "
+                                 "measured alone, without @N and without baseline=")
         if self.rollouts < 1:
             raise ValueError(f"rollouts={self.rollouts} is invalid: expected an integer >= 1")
         if self.warmup < 1 or self.measure < 1 or self.rounds < 1 or self.random_seconds <= 0 or self.steps < 0:
@@ -221,17 +250,25 @@ def quality_run(tree: Path, env: str, algo: str, extra: list[str], seed: int, st
             "ratio": float(last["ratio_to_reference"]) if last.get("ratio_to_reference") else float("nan")}
 
 
+def is_custom(algo: str) -> bool:
+    """Whether ``algo`` is a contract-5 trainer of its own (not an SB3 learner)."""
+    from agents.registry import ALGOS
+
+    return algo in ALGOS and ALGOS[algo].kind == "custom"
+
+
 def batched_speedups(cases: Sequence[str], rates: dict[str, float]) -> list[dict]:
-    """Each ``env:algo@N`` case against the first plain ``env:<algo>`` case of the same env (one env at a time, the
-    env's SB3 learner of today): printed and returned as rows."""
+    """Each ``env:algo@N`` case and each custom trainer's case against the first plain SB3 ``env:<algo>`` case of the
+    same env (one env at a time, the env's SB3 learner of today): printed and returned as rows."""
     rows = []
     for case in cases:
         env, algo, n_envs = parse_case(case)
-        single = next((c for c in cases if parse_case(c)[0] == env and not parse_case(c)[2]), None)
-        if not n_envs or single is None or case not in rates or single not in rates:
+        single = next((c for c in cases if parse_case(c)[0] == env and not parse_case(c)[2]
+                       and not is_custom(parse_case(c)[1])), None)
+        if not (n_envs or is_custom(algo)) or single is None or case not in rates or single not in rates:
             continue
         ratio = rates[case] / rates[single]
-        print(f"{env:12s} {algo}@{n_envs} {rates[case]:9.1f} env-steps/s vs {single} {rates[single]:8.1f}: {ratio:.2f}x")
+        print(f"{case:22s} {rates[case]:9.1f} env-steps/s vs {single} {rates[single]:8.1f}: {ratio:.2f}x")
         rows.append({"quantity": f"{case} training env-steps/s vs {single}", "value": ratio, "unit": "x",
                      "ratio_to": single, "ratio": ratio})
     return rows
@@ -267,9 +304,13 @@ def _main(args: Options) -> None:
             new_rates[case] = summary["new"]["train_rate"]
             for label, s in summary.items():
                 first = rates[label][0]
-                schedule = (f"n_steps {first['n_steps']} x {n_envs or 1} envs, batch_size {first['batch_size']}, n_epochs "
-                            f"{first['n_epochs']}" if first.get("n_steps") not in (None, "") and not first.get("train_freq")
-                            else f"train_freq {first['train_freq']}, gradient_steps {first['gradient_steps']}")
+                if first.get("samples"):
+                    schedule = f"REINFORCE, {first['samples']} scored samples per instance"
+                elif first.get("n_steps") not in (None, "") and not first.get("train_freq"):
+                    schedule = (f"n_steps {first['n_steps']} x {n_envs or 1} envs, batch_size {first['batch_size']}, "
+                                f"n_epochs {first['n_epochs']}")
+                else:
+                    schedule = f"train_freq {first['train_freq']}, gradient_steps {first['gradient_steps']}"
                 print(f"{case:16s} {label:3s}  training {s['train_rate']:8.1f} env-steps/s "
                       f"(CPU {s['train_cpu_rate']:8.1f})   random policy {s['random_rate']:9.1f} env-steps/s   "
                       f"learner/random {s['train_rate'] / s['random_rate']:.4f}   [{schedule}]")

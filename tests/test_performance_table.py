@@ -54,11 +54,24 @@ def test_training_speed_benchmark_runs_its_worker_and_reports_learner_and_random
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.training_speed", "cases=[uec-v0:dqn]", "warmup=60",
-                           "measure=60", "rounds=1", "random_seconds=0.2", "write=false"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.training_speed", "cases=[uec-v0:dqn,corais-v1:corais]",
+                           "warmup=60", "measure=60", "rounds=1", "random_seconds=0.2", "write=false"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "uec-v0:dqn" in proc.stdout and "learner/random" in proc.stdout
+    assert "REINFORCE, 16 scored samples per instance" in proc.stdout  # the CoRaiS trainer's own update step
     bad = subprocess.run([sys.executable, "-m", "benchmarks.training_speed", "cases=[uec-v0]"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cases" in bad.stderr
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"cases": ["oinc-v0:oinc_prior"]}, "oinc_prior_speed"),
+    ({"cases": ["corais-v1:corais@64"]}, "without @N"),
+    ({"cases": ["corais-v1:corais"], "baseline": "HEAD"}, "baseline="),
+])
+def test_training_speed_custom_trainer_cases_are_checked_before_measuring(options, named):
+    from benchmarks.training_speed import Options
+
+    with pytest.raises(ValueError, match=named):
+        Options(**options)

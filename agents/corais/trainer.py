@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -32,7 +32,7 @@ import torch
 from agents.corais.model import CoRaiSNet, ModelConfig, count_parameters
 from agents.corais.policy import CoRaiSPolicy, load_corais_policy, save_model
 from envs.corais.dynamics import response_times, response_times_torch, stack_tables, tables_to_torch
-from envs.corais.generator import Scenario, edge_features, generate, make_scenario, request_features
+from envs.corais.generator import Scenario, edge_features, generate_seeded, make_scenario, request_features
 from envs.corais.types import Instance
 
 #: The env versions the trainer draws instances of (they differ only in the instance distribution).
@@ -122,8 +122,11 @@ def training_scenario(env_cfg: dict) -> Scenario:
 
 
 def make_batch(scenario: Scenario, rng: np.random.Generator, size: int) -> list[Instance]:
-    """``size`` fresh instances from ``scenario``."""
-    return [generate(scenario, rng) for _ in range(size)]
+    """``size`` fresh instances from ``scenario``, each the env's instance for a seed drawn from ``rng`` (as
+    ``CoRaiSEnv.reset`` draws one), generated in one compiled pass (``generate_seeded``: 1.2 ms for 32 instances
+    at (10, 5, 100) against 10 ms one by one). The seeds come from ``rng``, so its state is all a resume needs."""
+    batch = generate_seeded(scenario, rng.integers(0, 2**63 - 1, size=size))
+    return [batch.instance(b) for b in range(size)]
 
 
 def observation_tensors(instances: list[Instance], device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,6 +177,52 @@ def evaluate_model(
         "greedy_cost": float(np.mean(r_greedy)),
         f"sample{samples}_gap": float(np.mean(r_sample / reference)),
     }
+
+
+class StepResult(NamedTuple):
+    """What one REINFORCE update saw: sampled costs (B, S), the decisions (B, S, Z), the loss, the mean per-request
+    entropy and the gradient norm before clipping."""
+
+    cost: torch.Tensor
+    actions: torch.Tensor
+    loss: torch.Tensor
+    entropy: torch.Tensor
+    grad_norm: torch.Tensor
+
+
+def reinforce_step(
+    model: CoRaiSNet,
+    optimiser: torch.optim.Optimizer,
+    instances: list[Instance],
+    cfg: TrainConfig,
+    device: str,
+    greedy_baseline: bool,
+) -> StepResult:
+    """One REINFORCE update on ``instances``: S = ``cfg.samples`` decisions sampled per instance, scored exactly
+    by the cost model (each is one env step's dispatch and reward), baseline their mean or the greedy decode's cost.
+    """
+    edges, reqs = observation_tensors(instances, device)
+    logp = model(edges, reqs)  # (B, Z, Q)
+    b, z, q = logp.shape
+    acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
+    acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
+    score = batch_scorer(instances, device)
+    cost = score(acts)  # (B, S)
+    # baseline: the mean of the S samples (paper), or the cost of the current greedy decode (self-critical)
+    greedy = logp.detach().argmax(dim=-1).unsqueeze(1)
+    base = score(greedy) if greedy_baseline else cost.mean(dim=1, keepdim=True)  # (B, 1)
+    advantage = cost - base
+    if cfg.relative_advantage:
+        advantage = advantage / base.clamp_min(1e-9)
+    logp_pi = torch.gather(logp.unsqueeze(1).expand(b, cfg.samples, z, q), 3, acts.unsqueeze(-1))
+    logp_pi = logp_pi.squeeze(-1).sum(dim=-1)  # (B, S)
+    entropy = -(logp.exp() * logp).sum(dim=-1).mean()
+    loss = (advantage.detach() * logp_pi).mean() - cfg.entropy_coef * entropy
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    optimiser.step()
+    return StepResult(cost, acts, loss, entropy, grad_norm)
 
 
 def train(
@@ -271,29 +320,9 @@ def train(
             if cfg.lr_final is not None:  # geometric annealing over the wall-time budget
                 for group in optimiser.param_groups:
                     group["lr"] = cfg.lr * (cfg.lr_final / cfg.lr) ** progress
-            instances = make_batch(scenario, rng, cfg.batch_size)
-            edges, reqs = observation_tensors(instances, device)
-            logp = model(edges, reqs)  # (B, Z, Q)
-            b, z, q = logp.shape
-            acts = torch.multinomial(logp.detach().exp().reshape(b * z, q), cfg.samples, replacement=True)
-            acts = acts.reshape(b, z, cfg.samples).transpose(1, 2)  # (B, S, Z)
-            score = batch_scorer(instances, device)
-            cost = score(acts)  # (B, S)
             greedy_now = cfg.baseline == "greedy" or (cfg.greedy_phase > 0 and progress >= 1.0 - cfg.greedy_phase)
-            # baseline: the mean of the S samples (paper), or the cost of the current greedy decode (self-critical)
-            greedy = logp.detach().argmax(dim=-1).unsqueeze(1)
-            base = score(greedy) if greedy_now else cost.mean(dim=1, keepdim=True)  # (B, 1)
-            advantage = cost - base
-            if cfg.relative_advantage:
-                advantage = advantage / base.clamp_min(1e-9)
-            logp_pi = torch.gather(logp.unsqueeze(1).expand(b, cfg.samples, z, q), 3, acts.unsqueeze(-1))
-            logp_pi = logp_pi.squeeze(-1).sum(dim=-1)  # (B, S)
-            entropy = -(logp.exp() * logp).sum(dim=-1).mean()
-            loss = (advantage.detach() * logp_pi).mean() - cfg.entropy_coef * entropy
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            optimiser.step()
+            instances = make_batch(scenario, rng, cfg.batch_size)
+            cost, _, loss, entropy, grad_norm = reinforce_step(model, optimiser, instances, cfg, device, greedy_now)
 
             step = batch * cfg.batch_size
             elapsed = time.perf_counter() - start

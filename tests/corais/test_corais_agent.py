@@ -10,10 +10,18 @@ import torch
 import envs  # noqa: F401
 from agents.corais.model import CoRaiSNet, ModelConfig, derived_edge_inputs
 from agents.corais.policy import PRETRAINED_DIR, CoRaiSPolicy, load_corais_policy
-from agents.corais.trainer import CLIConfig, TrainConfig, batch_scorer, load_policy, train
+from agents.corais.trainer import (
+    CLIConfig,
+    TrainConfig,
+    batch_scorer,
+    load_policy,
+    make_batch,
+    reinforce_step,
+    train,
+)
 from agents.loading import resolve_policy as make_policy  # learned (corais_*) and offline names
 from envs.corais.dynamics import dispatch_cost
-from envs.corais.generator import edge_features, generate, make_scenario
+from envs.corais.generator import edge_features, generate, make_scenario, request_features
 from offline.protocol import run_episode
 
 TINY_MODEL = {"embed_dim": 16, "edge_layers": 1, "request_layers": 1, "heads": 2, "ff_hidden": 32}
@@ -90,6 +98,48 @@ def test_corais_agent__trainer_scores_decisions_alike_on_numpy_and_torch_paths()
     torch.testing.assert_close(torch_cost, numpy_cost, rtol=1e-5, atol=1e-5)
     expected = [[float(dispatch_cost(inst, a[None])[0]) for a in acts[k].numpy()] for k, inst in enumerate(instances)]
     np.testing.assert_allclose(numpy_cost.numpy(), expected, rtol=1e-5)
+
+
+def test_corais_agent__training_batch_is_the_envs_instances_of_seeds_drawn_from_the_trainer_rng() -> None:
+    scenario = make_scenario((10, 5, 30))
+    rng, copy = np.random.default_rng(3), np.random.default_rng(3)
+    batch = make_batch(scenario, rng, 4)
+    seeds = copy.integers(0, 2**63 - 1, size=4)
+    assert rng.bit_generator.state == copy.bit_generator.state  # the seeds are all the batch takes from rng
+    for instance, seed in zip(batch, seeds, strict=True):
+        expected = generate(scenario, np.random.default_rng(int(seed)))
+        np.testing.assert_array_equal(edge_features(instance), edge_features(expected))
+        np.testing.assert_array_equal(request_features(instance), request_features(expected))
+        for name in ("cmp", "trn", "res", "src", "workload"):
+            np.testing.assert_array_equal(getattr(instance.tables, name), getattr(expected.tables, name))
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_corais_agent__reinforce_loss_by_hand(relative: bool) -> None:
+    """loss = mean_{b,s} A_bs * sum_z log p(a_bsz), A = R - mean_S R (divided by mean_S R when relative), from the
+    pre-update network; the sampled costs are the cost model's."""
+    scenario = make_scenario((10, 5, 30))
+    instances = make_batch(scenario, np.random.default_rng(0), 2)
+    torch.manual_seed(0)
+    model = CoRaiSNet(ModelConfig(**TINY_MODEL))
+    before = CoRaiSNet(ModelConfig(**TINY_MODEL))
+    before.load_state_dict(model.state_dict())
+    cfg = TrainConfig(samples=3, relative_advantage=relative)
+    step = reinforce_step(model, torch.optim.SGD(model.parameters(), lr=0.1), instances, cfg, "cpu", False)
+    edges = torch.as_tensor(np.stack([edge_features(i) for i in instances]))
+    reqs = torch.as_tensor(np.stack([request_features(i) for i in instances]))
+    with torch.no_grad():
+        logp = before(edges, reqs)  # (B, Z, Q)
+    acts = step.actions.numpy()  # (B, S, Z)
+    cost = np.array([[float(dispatch_cost(inst, acts[b, s][None])[0]) for s in range(3)]
+                     for b, inst in enumerate(instances)])
+    np.testing.assert_allclose(step.cost.numpy(), cost, rtol=1e-5)
+    base = cost.mean(axis=1, keepdims=True)
+    advantage = (cost - base) / base if relative else cost - base
+    logp_pi = np.array([[sum(float(logp[b, z, acts[b, s, z]]) for z in range(acts.shape[2])) for s in range(3)]
+                        for b in range(2)])
+    assert float(step.loss) == pytest.approx(float((advantage * logp_pi).mean()), rel=1e-4, abs=1e-6)
+    assert any(not torch.equal(p, q) for p, q in zip(model.parameters(), before.parameters(), strict=True))
 
 
 @pytest.mark.parametrize(
