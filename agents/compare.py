@@ -7,6 +7,9 @@
         "baselines=[pickconfigs,srs,sumita,cvs,random]" "others=[rescue,rescue_fallback]"
     python -m agents.compare "runs=[runs/oinc_prior/*]" env_id=OINC-v0 metric=slo_weighted_sum \
         higher_is_better=false "baselines=[slo_liu+ekya]" "others=[]" out=results/oinc/prior/held_out  # a cost
+    python -m agents.compare "runs=[runs/corais_v1_seeds/*]" env_id=CoRaiS-v1 metric=cost higher_is_better=false \
+        "baselines=[ils_5s]" "others=[ils_100ms]" "run_kwargs={search_time: 0.1}" seed=2026 instance_base=100 \
+        instances=10 episodes=1 out=results/corais/seeds_20-10-100   # each run's network inside the 100 ms search
 
 Every run folder (grouped by the algorithm its config.yaml names) and every baseline is evaluated by
 :func:`offline.runner.evaluate` on the same instances and episode seeds (common random numbers; the
@@ -52,6 +55,7 @@ class CompareConfig:
     seed: int = 0  # episode seeds seed, seed+1, ...; UEC: instance i has instance_seed = seed + i unless instance_base
     instance_base: int | None = None  # instance i has instance_seed = instance_base + i (offline.partition's sets)
     reps: int = 5000  # bootstrap resamples
+    run_kwargs: dict[str, Any] = field(default_factory=dict)  # every run's policy kwargs, e.g. {search_time: 0.1}
     out: str = "results/compare"
 
 
@@ -225,8 +229,14 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     wrappers = list(first.env.get("wrappers") or [])
     out = Path(cfg.out)
     names = [*cfg.baselines, *cfg.others, *map(str, runs)]
+    run_names = set(map(str, runs))
+
+    def resolve(env_id: str, name: str, env: Any, **kwargs: Any) -> Any:
+        """The runs are played with ``cfg.run_kwargs`` (e.g. the CoRaiS network inside the 100 ms search)."""
+        return resolve_policy(env_id, name, env, **({**cfg.run_kwargs, **kwargs} if name in run_names else kwargs))
+
     rows = evaluate(cfg.env_id, env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
-                    out_dir=out / "evaluation", progress=False, resolve=resolve_policy, wrappers=wrappers,
+                    out_dir=out / "evaluation", progress=False, resolve=resolve, wrappers=wrappers,
                     instance_base=cfg.instance_base)
     episodes = episode_values(out / "evaluation", cfg.metric)
     if rows and cfg.metric in rows[0]:
@@ -243,6 +253,9 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
         return v / ref if cfg.higher_is_better else ref / v
 
     groups = algorithm_groups(configs)  # the same algorithm at several budgets: one group per budget
+    if cfg.run_kwargs:  # the label says how the runs were played
+        played = ", ".join(f"{k}={v}" for k, v in cfg.run_kwargs.items())
+        groups = {run: f"{group} ({played})" for run, group in groups.items()}
     per_run = []
     for run in runs:
         paired = paired_difference(episodes, str(run), best_name, cfg.higher_is_better)

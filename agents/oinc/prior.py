@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.curves import Column, CurveLog
 from agents.loading import save_config_model as save_model
 from agents.priors import correction_mlp
 from envs.oinc import dynamics as dyn
@@ -60,6 +61,14 @@ MODEL_FILE = "model.pt"
 TOKEN_FEATURES = 14
 #: controllers whose share does not depend on the inference action (no pause rule): per-slot credit is exact
 CONTROLLERS = ("ekya", "dedas", "zhang")
+#: curve.csv (x = slots): the sampled actions' reward over slo_liu's, the greedy policy's validation gain per slot
+#: and its change in mean inference latency and SLO hit rate.
+CURVE: tuple[Column, ...] = (
+    Column("batch", "d"), Column("slots", "d"), Column("seconds", ".1f"),
+    Column("rollout_gain", ".5f", "train/sampled_gain_per_slot"), Column("val_gain", ".5f", "eval/gain_per_slot"),
+    Column("val_latency_change", ".5f", "eval/latency_change_s"),
+    Column("val_hit_rate_change", ".5f", "eval/hit_rate_change"), Column("alpha", ".4f", "train/alpha"),
+)
 
 
 @dataclass
@@ -490,9 +499,7 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
         save_model(run_dir / "model_best.pt", model, batches=0, steps=0, val_gain=0.0)
     print(f"[oinc_prior] {len(pool)} pool instances, {len(val)} validation slots ready in "
           f"{time.perf_counter() - start:.0f}s", flush=True)
-    curve_path = run_dir / "curve.csv"
-    if not curve_path.is_file():
-        curve_path.write_text("batch,slots,seconds,rollout_gain,val_gain,val_latency_change,val_hit_rate_change,alpha\n")
+    curve = CurveLog(run_dir, CURVE, "slots", resume_step=played if resume else None)
 
     envs = [make() for _ in range(cfg.n_envs)]
     heuristics = [SloLiuPolicy(slo_margin=margin) for _ in envs]
@@ -505,6 +512,7 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
         return save_model(path, model, batches=batch, steps=played, trainer_state=state)
 
     def finish() -> Path:
+        curve.close()
         model.load_state_dict(best_state)
         return save_model(run_dir / MODEL_FILE, model, batches=batch, steps=played, val_gain=best_gain,
                           minutes=(time.perf_counter() - start) / 60)
@@ -554,9 +562,9 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
                 model.train()
                 elapsed = time.perf_counter() - start
                 alpha = float(model.log_alpha.detach().exp())
-                with curve_path.open("a") as handle:
-                    handle.write(f"{batch},{played},{elapsed:.1f},{np.mean(window):.5f},{v['gain']:.5f},"
-                                 f"{v['latency']:.5f},{v['hit_rate']:.5f},{alpha:.4f}\n")
+                curve.add(batch=batch, slots=played, seconds=elapsed, rollout_gain=float(np.mean(window)),
+                          val_gain=v["gain"], val_latency_change=v["latency"], val_hit_rate_change=v["hit_rate"],
+                          alpha=alpha)
                 print(f"[oinc_prior] batch {batch} slot {played} {elapsed:.0f}s sampled-vs-heuristic reward "
                       f"{np.mean(window):+.4f}; greedy val gain {v['gain']:+.5f}/slot (latency {v['latency']:+.5f} s, "
                       f"hit rate {v['hit_rate']:+.5f}) alpha {alpha:.2f}", flush=True)

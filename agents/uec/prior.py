@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.curves import Column, CurveLog
 from agents.priors import correction_mlp
 from agents.uec.model import ENV_ID, save_model
 from envs.uec.env import ObservationLayout, UECEnv
@@ -44,6 +45,19 @@ from offline.uec.heuristics import NetScoreGreedyPolicy
 BASE_FEATURES = 20
 #: priors a model may start from: the net-score greedies of offline.uec.heuristics
 PRIORS: tuple[str, ...] = ("lp_bid_price", "value_bid_price", "opportunity_greedy")
+#: curve.csv of the REINFORCE trainer (x = decisions): sampled-rollout and greedy-evaluation profit, the prior's.
+REINFORCE_CURVE: tuple[Column, ...] = (
+    Column("batch", "d"), Column("decisions", "d"), Column("seconds", ".1f"),
+    Column("rollout_mean", ".3f", "rollout/ep_rew_mean"), Column("eval_mean", ".3f", "eval/mean_reward"),
+    Column("heuristic_mean", ".3f", "reference/mean_reward"), Column("alpha", ".4f", "train/alpha"),
+)
+#: curve.csv of ``prior_method=rollout_q`` (x = decisions): the validation one-step gain per decision besides.
+ROLLOUT_Q_CURVE: tuple[Column, ...] = (
+    Column("round", "d"), Column("epoch", "d"), Column("decisions", "d"), Column("seconds", ".1f"),
+    Column("states", "d"), Column("val_gain", ".4f", "eval/val_gain_per_decision"),
+    Column("eval_mean", ".3f", "eval/mean_reward"), Column("heuristic_mean", ".3f", "reference/mean_reward"),
+    Column("alpha", ".4f", "train/alpha"),
+)
 
 
 @dataclass
@@ -396,13 +410,14 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
     heuristic_mean = evaluate()  # the untrained model is the heuristic (prior_init: the model it starts from)
     best = heuristic_mean
     save_model(run_dir / "model_best.pt", model, batches=0, steps=0, eval_mean_reward=best)
-    curve = ["batch,decisions,seconds,rollout_mean,eval_mean,heuristic_mean,alpha"]
     alpha0 = float(model.log_alpha.detach().exp())
-    curve.append(f"0,0,{time.perf_counter() - start:.1f},,{best:.3f},{heuristic_mean:.3f},{alpha0:.4f}")
     print(f"[uec_prior] {'prior_init' if cfg.prior_init else 'heuristic'} greedy eval {heuristic_mean:.2f}", flush=True)
     if cfg.prior_method == "rollout_q":
         return _train_rollout_q(model, optimiser, cfg, base, pool, rng, env_kwargs=kwargs, start=start, steps=steps,
                                 run_dir=run_dir, evaluate=evaluate, heuristic_mean=heuristic_mean)
+    curve = CurveLog(run_dir, REINFORCE_CURVE, "decisions")
+    curve.add(batch=0, decisions=0, seconds=time.perf_counter() - start, eval_mean=best, heuristic_mean=heuristic_mean,
+              alpha=alpha0)
     decisions, batch, window = 0, 0, []
     model.train()
     while decisions < steps and time.perf_counter() - start < cfg.max_minutes * 60:
@@ -427,8 +442,8 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
             mean = evaluate()
             elapsed = time.perf_counter() - start
             alpha = float(model.log_alpha.detach().exp())
-            curve.append(f"{batch},{decisions},{elapsed:.1f},{np.mean(window):.3f},{mean:.3f},{heuristic_mean:.3f},"
-                         f"{alpha:.4f}")
+            curve.add(batch=batch, decisions=decisions, seconds=elapsed, rollout_mean=float(np.mean(window)),
+                      eval_mean=mean, heuristic_mean=heuristic_mean, alpha=alpha)
             print(f"[uec_prior] batch {batch} step {decisions} {elapsed:.0f}s rollout {np.mean(window):.2f} greedy "
                   f"eval {mean:.2f} (start {heuristic_mean:.2f}) alpha {alpha:.2f} entropy {entropy:.3f}",
                   flush=True)
@@ -436,8 +451,7 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
             if mean > best:
                 best = mean
                 save_model(run_dir / "model_best.pt", model, batches=batch, steps=decisions, eval_mean_reward=mean)
-            (run_dir / "curve.csv").write_text("\n".join(curve) + "\n")
-    (run_dir / "curve.csv").write_text("\n".join(curve) + "\n")
+    curve.close()
     return save_model(run_dir / "model.pt", model, batches=batch, steps=decisions,
                       minutes=(time.perf_counter() - start) / 60, best_eval_mean_reward=float(best))
 
@@ -456,7 +470,7 @@ def _train_rollout_q(
     env = UECEnv(**{**env_kwargs, "resample_instance": False})
     train_rows: list[tuple[np.ndarray, ...]] = []
     val_rows: list[tuple[np.ndarray, ...]] = []
-    curve = ["round,epoch,seconds,states,val_gain,eval_mean,heuristic_mean,alpha"]
+    curve = CurveLog(run_dir, ROLLOUT_Q_CURVE, "decisions")
     decisions, episodes = 0, 0
     best_gain, best_state = 0.0, copy.deepcopy(model.state_dict())
     round_s = cfg.max_minutes * 60 / cfg.q_rounds
@@ -492,14 +506,14 @@ def _train_rollout_q(
             eval_mean = evaluate() if epoch % cfg.eval_every == 0 else float("nan")
             alpha = float(model.log_alpha.detach().exp())
             elapsed = time.perf_counter() - start
-            curve.append(f"{round_index},{epoch},{elapsed:.1f},{train_t[0].shape[0]},{gain:.4f},{eval_mean:.3f},"
-                         f"{heuristic_mean:.3f},{alpha:.4f}")
+            curve.add(round=round_index, epoch=epoch, decisions=decisions, seconds=elapsed, states=train_t[0].shape[0],
+                      val_gain=gain, eval_mean=eval_mean, heuristic_mean=heuristic_mean, alpha=alpha)
             print(f"[uec_prior] round {round_index} epoch {epoch} {elapsed:.0f}s val gain/decision {gain:+.4f} "
                   f"greedy eval {eval_mean:.2f} (start {heuristic_mean:.2f}) alpha {alpha:.2f}", flush=True)
             if gain > best_gain:
                 best_gain, best_state = gain, copy.deepcopy(model.state_dict())
-            (run_dir / "curve.csv").write_text("\n".join(curve) + "\n")
         model.load_state_dict(best_state)
+    curve.close()
     model.eval()
     final = evaluate()
     print(f"[uec_prior] best val gain/decision {best_gain:+.4f}; greedy eval {final:.2f} (heuristic "

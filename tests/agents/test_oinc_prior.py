@@ -213,6 +213,10 @@ def test_oinc_v0__oinc_prior_train_py_two_batches_write_a_loadable_pair_run(tmp_
     run_dir = train.run(_compose(overrides), overrides=overrides)
     assert (run_dir / "model.pt").is_file() and (run_dir / "model_best.pt").is_file()
     assert len((run_dir / "curve.csv").read_text().splitlines()) == 3  # header + 2 batches
+    from benchmarks.plot_curves import load_scalars
+
+    scalars = load_scalars(run_dir)  # the same curve in TensorBoard, x = slots
+    assert scalars["eval/gain_per_slot"][0] == [4, 8] and "eval/hit_rate_change" in scalars
     saved = OmegaConf.load(run_dir / "config.yaml").env.kwargs
     assert saved.retraining == "ekya" and saved.retraining_share == pytest.approx(tuned_pair_kwargs()["retraining_share"])
     env = OINCEnv(retraining="ekya", scenario_overrides={"horizon": 6})
@@ -238,3 +242,5 @@ def test_oinc_v0__oinc_prior_sigterm_saves_a_loadable_model_and_resume_continues
     monkeypatch.setattr(oinc_prior, "reinforce_loss", loss)
     path = oinc_prior.train(env_cfg, algo, run_dir=tmp_path, seed=0, steps=12, resume=True)
     assert oinc_prior.load_model(path)[1]["steps"] == 12
+    slots = [int(line.split(",")[1]) for line in (tmp_path / "curve.csv").read_text().splitlines()[1:]]
+    assert slots == sorted(set(slots)) and slots[-1] == 12  # the resumed curve goes on, no point twice

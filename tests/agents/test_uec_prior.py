@@ -108,6 +108,10 @@ def test_uec_v0__uec_prior_train_py_tiny_budget_writes_a_loadable_model(tmp_path
     run_dir = train.run(cfg, overrides=overrides)
     assert (run_dir / "model.pt").is_file() and (run_dir / "model_best.pt").is_file()
     assert (run_dir / "curve.csv").read_text().startswith("batch,decisions")
+    from benchmarks.plot_curves import load_scalars
+
+    scalars = load_scalars(run_dir)  # the curve in TensorBoard too: greedy evaluation beside the prior's
+    assert scalars["eval/mean_reward"][0][0] == 0 and "reference/mean_reward" in scalars
     env = gym.make("UEC-v0", scenario="tiny")
     policy = load_policy(run_dir, env)
     assert isinstance(policy, PriorPolicy)
