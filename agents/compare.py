@@ -10,10 +10,13 @@
     python -m agents.compare "runs=[runs/corais_v1_seeds/*]" env_id=CoRaiS-v1 metric=cost higher_is_better=false \
         "baselines=[ils_5s]" "others=[ils_100ms]" "run_kwargs={search_time: 0.1}" seed=2026 instance_base=100 \
         instances=10 episodes=1 out=results/corais/seeds_20-10-100   # each run's network inside the 100 ms search
+    python -m agents.compare "runs=[runs/aset_ppo/*]" env_id=ASET-v1 metric=success_rate \
+        "baselines=[threshold_switch,periodic_switch]" "env_kwargs={theta: 0.0, horizon: 60}" seed=2026 \
+        instance_base=100 instances=10 episodes=1 out=results/aset/ppo_v1/held_out   # the ladder's episodes
 
 Every run folder (grouped by the algorithm its config.yaml names) and every baseline is evaluated by
 :func:`offline.runner.evaluate` on the same instances and episode seeds (common random numbers; the
-runs' own env kwargs, which must agree; runs of one algorithm at several budgets form one group per
+runs' own env kwargs, which must agree, updated by ``env_kwargs``; runs of one algorithm at several budgets form one group per
 budget). A run's score is its mean ``metric`` divided by the best
 baseline's (the strongest of ``baselines`` on these very episodes; for a cost, ``higher_is_better=false``, the
 best baseline's divided by the run's), so 1.0 = as good as the best baseline and above 1 = better. A metric the
@@ -56,6 +59,7 @@ class CompareConfig:
     instance_base: int | None = None  # instance i has instance_seed = instance_base + i (offline.partition's sets)
     reps: int = 5000  # bootstrap resamples
     run_kwargs: dict[str, Any] = field(default_factory=dict)  # every run's policy kwargs, e.g. {search_time: 0.1}
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # over the runs' env kwargs, e.g. the ladder's {horizon: 60}
     out: str = "results/compare"
 
 
@@ -225,7 +229,7 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     if len(kwargs) != 1:
         raise ValueError("the runs were trained with different env kwargs; compare runs of one setting at a time")
     first = next(iter(configs.values()))
-    env_kwargs = OmegaConf.to_container(first.env.kwargs, resolve=True)
+    env_kwargs = {**OmegaConf.to_container(first.env.kwargs, resolve=True), **cfg.env_kwargs}
     wrappers = list(first.env.get("wrappers") or [])
     out = Path(cfg.out)
     names = [*cfg.baselines, *cfg.others, *map(str, runs)]
@@ -283,10 +287,10 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
 
 
 def episode_values(folder: Path, metric: str) -> dict[str, dict[tuple[str, str], float]]:
-    """Per policy, ``metric`` per (instance, episode) from the evaluation's ``*_episodes.csv`` (the column
-    ``metric``, or ``metric`` without its ``_mean`` suffix: UEC's ``profit_mean`` is ``profit`` per episode);
-    empty when the file or the column is missing."""
-    files = sorted(folder.glob("*_episodes.csv"))
+    """Per policy, ``metric`` per (instance, episode) from the evaluation's ``*_episodes.csv`` (CoRaiS:
+    ``corais_per_instance.csv``, one row per episode) (the column ``metric``, or ``metric`` without its ``_mean``
+    suffix: UEC's ``profit_mean`` is ``profit`` per episode); empty when the file or the column is missing."""
+    files = sorted([*folder.glob("*_episodes.csv"), *folder.glob("*_per_instance.csv")])
     if len(files) != 1:
         return {}
     with files[0].open(newline="") as handle:

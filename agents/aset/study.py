@@ -1,4 +1,5 @@
-"""ASET's DQN against every static policy, ``periodic_switch`` and its own observation ablations (issue 17).
+"""An ASET learner (the DQN, or any trained algo) against every static policy, ``periodic_switch`` and its own
+observation ablations (issues 17, 27).
 
     python -m agents.aset.study "runs=[runs/aset_v1_dqn/aset-v1__dqn__*]" out=results/aset/dqn_v1
     python -m agents.aset.study "runs=[...]" "lams=[60]" ablations=false instances=1 episodes=1   # quicker
@@ -11,7 +12,8 @@ trained runs, their observation ablations (``zeroed-obs:<run>``, ``shuffled-obs:
 runs' own env kwargs (their env id, topology and scenario), ``lam`` replaced, ``theta = 0`` (the whole
 ``horizon`` is evaluated) and a fixed instance per seed.
 
-A learned row (``dqn``, ``dqn zeroed-obs``, ``dqn shuffled-obs``) is the mean success rate over runs x
+A learned row (labelled by the runs' algo: ``dqn``, ``dqn zeroed-obs``, ``dqn shuffled-obs``; the runs must share
+one algo) is the mean success rate over runs x
 episodes with rliable's stratified-bootstrap 95 % CI over the training runs; a non-learning row has a
 Student-t CI over its episodes.
 
@@ -58,8 +60,12 @@ from agents.compare import (
     training_wall_s,
 )
 
-#: The learned rows: the trained policy and its observation ablations (label -> name prefix).
-LEARNED_ROWS: dict[str, str] = {"dqn": "", "dqn zeroed-obs": "zeroed-obs:", "dqn shuffled-obs": "shuffled-obs:"}
+
+def learned_rows(agent: str) -> dict[str, str]:
+    """The learned rows, labelled by the runs' algo (e.g. ``dqn``): the trained policy and its observation ablations
+    (label -> name prefix)."""
+    return {agent: "", f"{agent} zeroed-obs": "zeroed-obs:", f"{agent} shuffled-obs": "shuffled-obs:"}
+
 METRICS = ("success_rate", "failed_rate", "rejected_rate")
 #: First reset seed of the cycle search (evaluation seeds are offline.protocol.episode_seed's: far from it).
 TUNING_SEED = 500_000
@@ -149,6 +155,10 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         raise ValueError(f"runs must be training runs of one ASET env id; got env ids {sorted(ids)}")
     if len({OmegaConf.to_yaml(c.env.kwargs) for c in configs.values()}) != 1:
         raise ValueError("the runs were trained with different env kwargs; give runs of one setting")
+    algos = {str(c.algo.name) for c in configs.values()}
+    if len(algos) != 1:
+        raise ValueError(f"runs must be training runs of one algo (its rows are averaged over them); got {sorted(algos)}")
+    agent = algos.pop()
     env_id = next(iter(ids))
     base_kwargs = OmegaConf.to_container(next(iter(configs.values())).env.kwargs, resolve=True)
     for key in ("instance_seed", "resample_instance"):
@@ -159,7 +169,7 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     if cfg.reference not in (*statics, "random_switch", "periodic_switch"):
         raise ValueError(f"reference={cfg.reference!r} is invalid: expected periodic_switch, random_switch or one of {statics}")
     learned = {label: [prefix + models[run] for run in runs]
-               for label, prefix in LEARNED_ROWS.items() if cfg.ablations or not prefix}
+               for label, prefix in learned_rows(agent).items() if cfg.ablations or not prefix}
     names = [*statics, "random_switch", "periodic_switch", HINDSIGHT, *(n for v in learned.values() for n in v)]
     out = Path(cfg.out)
     policy_kwargs: dict[str, dict[str, Any]] = {}
@@ -218,10 +228,10 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
                      "steps": steps, "train_wall_s": training_wall_s(run, steps)}
             for label, labels in learned.items():
                 entry[f"{label} success_rate"] = float(episodes[labels[runs.index(run)]]["success_rate"].mean())
-            shares = _action_shares(folder / "per_episode.csv", learned["dqn"][runs.index(run)])
-            entry["dqn actions"] = ", ".join(f"{name} {share:.2f}" for name, share in shares.items() if share > 0)
+            shares = _action_shares(folder / "per_episode.csv", learned[agent][runs.index(run)])
+            entry[f"{agent} actions"] = ", ".join(f"{name} {share:.2f}" for name, share in shares.items() if share > 0)
             per_run.append(entry)
-        claims += _claims(float(lam), cfg, rows, matrices, refs, cycle, first=lam == cfg.lams[0])
+        claims += _claims(float(lam), cfg, rows, matrices, refs, cycle, first=lam == cfg.lams[0], agent=agent)
     out.mkdir(parents=True, exist_ok=True)
     _write(out / "study.csv", rows)
     _write(out / "per_run.csv", per_run)
@@ -229,33 +239,33 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     if cycles:
         _write(out / "cycles.csv", [{**row, "sequence": " > ".join(row["sequence"])} for row in cycles])
     (out / "study.md").write_text(markdown(rows, claims, cfg, env_id, len(runs)) + "\n")
-    _plot(rows, cfg, out / "study.png")
+    _plot(rows, cfg, out / "study.png", agent)
     (out / "command.txt").write_text("python -m agents.aset.study " + shlex.join(sys.argv[1:]) + "\n" + provenance(out))
     return rows, claims
 
 
 def _claims(lam: float, cfg: StudyConfig, rows: list[dict[str, Any]], matrices: dict[str, np.ndarray],
-            refs: dict[str, np.ndarray], cycle: str, first: bool) -> list[dict[str, Any]]:
-    """The claims at one load (see the module docstring)."""
-    agent = next(r for r in rows if r["lam"] == lam and r["policy"] == "dqn")
-    best = agent["best_static"]
+            refs: dict[str, np.ndarray], cycle: str, first: bool, agent: str = "dqn") -> list[dict[str, Any]]:
+    """The claims at one load (see the module docstring) for the learned rows labelled ``agent``."""
+    agent_row = next(r for r in rows if r["lam"] == lam and r["policy"] == agent)
+    best = agent_row["best_static"]
     out = [{
         "lam": lam,
         "claim": "b: the agent beats every static policy" if first else "d: trained at the first load, it beats every static policy here",
-        "holds": agent["vs_best_static_lo"] > 0,
-        "difference": agent["vs_best_static"], "lo": agent["vs_best_static_lo"], "hi": agent["vs_best_static_hi"],
+        "holds": agent_row["vs_best_static_lo"] > 0,
+        "difference": agent_row["vs_best_static"], "lo": agent_row["vs_best_static_lo"], "hi": agent_row["vs_best_static_hi"],
         "detail": f"against {best}, the best static policy on these episodes",
     }]
     ref = cfg.reference
     out.append({
         "lam": lam, "claim": f"target: beats {ref} by >= {cfg.margin:g} success",
-        "holds": agent[f"vs_{ref}"] >= cfg.margin and agent[f"vs_{ref}_lo"] > 0,
-        "difference": agent[f"vs_{ref}"], "lo": agent[f"vs_{ref}_lo"], "hi": agent[f"vs_{ref}_hi"],
+        "holds": agent_row[f"vs_{ref}"] >= cfg.margin and agent_row[f"vs_{ref}_lo"] > 0,
+        "difference": agent_row[f"vs_{ref}"], "lo": agent_row[f"vs_{ref}_lo"], "hi": agent_row[f"vs_{ref}_hi"],
         "detail": f"{ref} reads no state" + (f"; cycle {cycle}" if ref == "periodic_switch" else ""),
     })
-    for label in (x for x in matrices if x != "dqn"):
-        mean, lo, hi = _difference(matrices["dqn"], matrices[label], cfg.reps)
-        out.append({"lam": lam, "claim": f"reads its state: beats {label}", "holds": lo > 0, "difference": mean,
+    for ablated in (x for x in matrices if x != agent):
+        mean, lo, hi = _difference(matrices[agent], matrices[ablated], cfg.reps)
+        out.append({"lam": lam, "claim": f"reads its state: beats {ablated}", "holds": lo > 0, "difference": mean,
                     "lo": lo, "hi": hi, "detail": "paired by run and episode"})
     return out
 
@@ -282,7 +292,7 @@ def markdown(rows: list[dict[str, Any]], claims: list[dict[str, Any]], cfg: Stud
     return "\n".join(lines)
 
 
-def _plot(rows: list[dict[str, Any]], cfg: StudyConfig, path: Path) -> None:
+def _plot(rows: list[dict[str, Any]], cfg: StudyConfig, path: Path, agent: str = "dqn") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -298,7 +308,7 @@ def _plot(rows: list[dict[str, Any]], cfg: StudyConfig, path: Path) -> None:
         ax.bar(x, means, yerr=err, color=colours, capsize=3)
         ax.set_xticks(x, [r["policy"] for r in sub], rotation=40, ha="right", fontsize=8)
         ax.set_ylim(max(0.0, float(means.min()) - 0.1), min(1.0, float(means.max()) + 0.05))
-        ax.set_title(f"λ = {lam:g} (orange: DQN over runs)")
+        ax.set_title(f"λ = {lam:g} (orange: {agent} over runs)")
         ax.set_ylabel("success rate")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

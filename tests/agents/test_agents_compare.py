@@ -110,7 +110,7 @@ def test_compare__episode_metrics_and_paired_differences_follow_the_metric_direc
 
 def test_compare__run_kwargs_reach_the_runs_policies_only_and_name_the_group(tmp_path, monkeypatch):
     """``run_kwargs`` (e.g. the CoRaiS network inside the 100 ms search) go to every run's policy, not to the
-    baselines, and the learner table's label says how the runs were played."""
+    baselines, and the learner table's label says how the runs were played; ``env_kwargs`` update the env's."""
     import agents.loading
     import offline.runner
 
@@ -122,6 +122,7 @@ def test_compare__run_kwargs_reach_the_runs_policies_only_and_name_the_group(tmp
         return name
 
     def fake_evaluate(env_id, env_kwargs, names, *, resolve, **_):
+        assert env_kwargs == {"horizon": 60}  # the runs' (none) updated by env_kwargs
         rows = []
         for k, name in enumerate(names):
             resolve(env_id, name, None)
@@ -131,7 +132,7 @@ def test_compare__run_kwargs_reach_the_runs_policies_only_and_name_the_group(tmp
     monkeypatch.setattr(agents.loading, "resolve_policy", fake_resolve)
     monkeypatch.setattr(offline.runner, "evaluate", fake_evaluate)
     table = compare(CompareConfig(runs=runs, baselines=["pickconfigs"], others=[], run_kwargs={"search_time": 0.1},
-                                  reps=50, out=str(tmp_path / "out")))
+                                  env_kwargs={"horizon": 60}, reps=50, out=str(tmp_path / "out")))
     assert made["pickconfigs"] == {} and all(made[r] == {"search_time": 0.1} for r in runs)
     assert [row["algo"] for row in table] == ["sac (search_time=0.1)"]
     assert table[0]["mean"] == pytest.approx((11.0 / 10.0 + 12.0 / 10.0) / 2)

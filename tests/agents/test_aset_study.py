@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from agents.aset.study import LEARNED_ROWS, StudyConfig, study
+from agents.aset.study import StudyConfig, learned_rows, study
 from agents.compare import learner_table
 from agents.loading import AblatedObservation, resolve_policy, split_ablation
 from edge_sched_gym import evaluate
@@ -106,8 +106,8 @@ def test_study__rows_claims_and_files_match_the_evaluation(two_runs, tmp_path):
                       reps=200, cycle_length=2, tune_episodes=1, tune_horizon=4, out=str(tmp_path / "study"))
     rows, claims = study(cfg)
     assert {r["lam"] for r in rows} == {60.0, 100.0}
-    learned = [r for r in rows if r["policy"] in LEARNED_ROWS]
-    assert len(learned) == 2 * len(LEARNED_ROWS) and all(r["runs"] == 2 for r in learned)
+    learned = [r for r in rows if r["policy"] in learned_rows("dqn")]
+    assert len(learned) == 2 * len(learned_rows("dqn")) and all(r["runs"] == 2 for r in learned)
     for row in rows:
         assert row["success_rate_lo"] - 1e-12 <= row["success_rate"] <= row["success_rate_hi"] + 1e-12
     # the DQN row at lambda = 100 is the model played on the same seeds (both runs are the same model)
