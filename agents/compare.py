@@ -287,10 +287,11 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
 
 
 def episode_values(folder: Path, metric: str) -> dict[str, dict[tuple[str, str], float]]:
-    """Per policy, ``metric`` per (instance, episode) from the evaluation's ``*_episodes.csv`` (CoRaiS:
-    ``corais_per_instance.csv``, one row per episode) (the column ``metric``, or ``metric`` without its ``_mean``
-    suffix: UEC's ``profit_mean`` is ``profit`` per episode); empty when the file or the column is missing."""
-    files = sorted([*folder.glob("*_episodes.csv"), *folder.glob("*_per_instance.csv")])
+    """Per policy, ``metric`` per (instance, episode) from the evaluation's one-row-per-episode file
+    (``*_episodes.csv``; ASET's ``per_episode.csv``, CoRaiS' ``corais_per_instance.csv``) (the column ``metric``, or
+    ``metric`` without its ``_mean`` suffix: UEC's ``profit_mean`` is ``profit`` per episode); empty when the file or
+    the column is missing."""
+    files = sorted({*folder.glob("*_episodes.csv"), *folder.glob("*per_episode.csv"), *folder.glob("*_per_instance.csv")})
     if len(files) != 1:
         return {}
     with files[0].open(newline="") as handle:

@@ -35,8 +35,11 @@ import yaml
 from agents import loading
 
 PREFIX = "pretrained:"
-#: the parameters acting needs, per algorithm (SB3 state-dict key prefixes); the rest are zeroed
-ACTING_PARAMETERS = {"sac": ("actor.",), "dqn": ("q_net.",)}
+#: the parameters acting needs, per algorithm (SB3 state-dict key prefixes); the rest are zeroed. MaskablePPO keeps
+#: every features extractor (shared between actor and critic by default: zeroing the critic's alias would zero both)
+ACTING_PARAMETERS = {"sac": ("actor.",), "dqn": ("q_net.",),
+                     "ppo_mask": ("features_extractor.", "pi_features_extractor.", "vf_features_extractor.",
+                                  "mlp_extractor.policy_net.", "action_net.")}
 
 
 def available() -> dict[str, dict[str, Any]]:
