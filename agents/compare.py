@@ -218,6 +218,7 @@ def write_learner_table(table: list[dict[str, Any]], out: Path) -> None:
 def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Evaluate, aggregate and write the tables (see the module docstring); returns the per-algorithm rows."""
     from agents.loading import resolve_policy
+    from agents.registry import check_env_kwargs
     from offline.runner import evaluate
 
     runs = expand_runs(cfg.runs)
@@ -229,6 +230,7 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     if len(kwargs) != 1:
         raise ValueError("the runs were trained with different env kwargs; compare runs of one setting at a time")
     first = next(iter(configs.values()))
+    check_env_kwargs(cfg.env_id, cfg.env_kwargs, key="env_kwargs")
     env_kwargs = {**OmegaConf.to_container(first.env.kwargs, resolve=True), **cfg.env_kwargs}
     wrappers = list(first.env.get("wrappers") or [])
     out = Path(cfg.out)
@@ -238,6 +240,17 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     def resolve(env_id: str, name: str, env: Any, **kwargs: Any) -> Any:
         """The runs are played with ``cfg.run_kwargs`` (e.g. the CoRaiS network inside the 100 ms search)."""
         return resolve_policy(env_id, name, env, **({**cfg.run_kwargs, **kwargs} if name in run_names else kwargs))
+
+    if cfg.run_kwargs:  # a policy option the runs' loader does not take fails here, before any output is written
+        from envs.problems import make
+
+        probe = make(cfg.env_id, env_kwargs)
+        try:
+            resolve(cfg.env_id, str(runs[0]), probe)
+        except TypeError as err:
+            raise ValueError(f"run_kwargs={dict(cfg.run_kwargs)!r} is invalid for {runs[0]}: {err}") from None
+        finally:
+            probe.close()
 
     rows = evaluate(cfg.env_id, env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
                     out_dir=out / "evaluation", progress=False, resolve=resolve, wrappers=wrappers,

@@ -330,6 +330,8 @@ def load_run_policy(
     if spec.kind == "custom":  # contract 5 loaders take the checkpoint (a model file inside the run) as a keyword
         return import_path(str(spec.loader))(run_dir, env, **({"checkpoint": checkpoint} if checkpoint else {}),
                                              **kwargs)
+    if kwargs:  # an SB3 model's greedy policy has no options: a misspelt or misplaced one must not pass silently
+        raise ValueError(f"{run_dir} is a {spec.name} run, whose policy takes no keyword arguments; got {sorted(kwargs)}")
     model_file = run_dir / (checkpoint or MODEL_FILE)
     if not model_file.is_file():
         raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")
