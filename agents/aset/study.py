@@ -245,7 +245,7 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
 
 
 def _claims(lam: float, cfg: StudyConfig, rows: list[dict[str, Any]], matrices: dict[str, np.ndarray],
-            refs: dict[str, np.ndarray], cycle: str, first: bool, agent: str = "dqn") -> list[dict[str, Any]]:
+            refs: dict[str, np.ndarray], cycle: str, first: bool, agent: str) -> list[dict[str, Any]]:
     """The claims at one load (see the module docstring) for the learned rows labelled ``agent``."""
     agent_row = next(r for r in rows if r["lam"] == lam and r["policy"] == agent)
     best = agent_row["best_static"]
@@ -292,7 +292,7 @@ def markdown(rows: list[dict[str, Any]], claims: list[dict[str, Any]], cfg: Stud
     return "\n".join(lines)
 
 
-def _plot(rows: list[dict[str, Any]], cfg: StudyConfig, path: Path, agent: str = "dqn") -> None:
+def _plot(rows: list[dict[str, Any]], cfg: StudyConfig, path: Path, agent: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
