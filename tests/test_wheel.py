@@ -3,13 +3,15 @@ temporary directory outside any clone, it makes every env, lists and loads the s
 with the packaged configs and evaluates a shipped agent through the installed entry points.
 
 The venv sees the system's site-packages (torch, SB3, ... are not downloaded again) but installs the wheel itself
-with ``--no-deps``; the test checks that the suite's packages are imported from the venv, not from the clone.
+with ``--no-deps``; the test checks that the suite's packages are imported from the venv, not from the clone. When
+pytest itself runs in a venv (as README's set-up does), the new venv reads that venv's site-packages as well.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +70,14 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     assert len(wheels) == 1, wheels
     run([sys.executable, "-m", "venv", "--system-site-packages", str(base / "venv")], cwd=base, env=env)
     bin_dir = base / "venv" / "bin"
+    if sys.prefix != sys.base_prefix:
+        # pytest runs inside a venv: --system-site-packages gives the base interpreter's packages, not this venv's,
+        # so the new venv also reads this one's site-packages (after its own; nested .pth files, such as the
+        # clone's editable install, are not processed there)
+        venv_site = run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                        cwd=base, env=env).strip()
+        outer = [p for p in site.getsitepackages() if Path(p).is_dir()]
+        (Path(venv_site) / "outer-venv.pth").write_text("".join(f"{p}\n" for p in outer))
     run([str(bin_dir / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheels[0])],
         cwd=base, env=env)
     work = base / "work"
