@@ -8,7 +8,9 @@ Keys (``edge_sched_gym/conf/experiment/ladder.yaml``): ``ladder_envs`` (``all`` 
 size), ``publish`` (refresh the checked-in ``results/ladder/``, ``docs/leaderboard.md`` and README's table;
 without it nothing checked in changes), ``out`` (default ``outputs/ladder/``) and ``learners`` (your training runs,
 placed on their env's ladder beside the shipped agents: ``learners=[runs/oinc-v0__ppo_mask__0__...]``; not with
-``publish``, the checked-in ladder lists the shipped agents only).
+``publish``, the checked-in ladder lists the shipped agents only). The experiment's runner is
+``edge_sched_gym.score:run_ladder``: it scores only your policies when ``policies=[...]`` is given (one-call
+scoring, an entry point's job) and otherwise calls :func:`run_from_config`.
 """
 
 from __future__ import annotations

@@ -92,4 +92,14 @@ _envs = load_envs()
 #: The suite's env ids (from the one problem registry, :data:`envs.problems.PROBLEMS`).
 ENV_IDS: tuple[str, ...] = _envs.ENV_IDS
 
-__all__ = ["CONF_DIR", "ENV_IDS", "INSTALL_ROOT", "SUITE", "load_envs", "reinstall_hint"]
+__all__ = ["CONF_DIR", "ENV_IDS", "INSTALL_ROOT", "SUITE", "load_envs", "reinstall_hint", "score"]
+
+
+def __getattr__(name: str) -> object:
+    """``edge_sched_gym.score`` (and ``Score``), imported on first use so that ``import edge_sched_gym`` stays
+    light (scoring needs the offline policies and the learners' loaders)."""
+    if name in ("score", "Score"):
+        module = importlib.import_module("edge_sched_gym.score")  # which sets this package's ``score`` to the module
+        globals()["score"] = module.score  # the function, from now on (the module is callable too)
+        return getattr(module, name)
+    raise AttributeError(f"module 'edge_sched_gym' has no attribute {name!r}")

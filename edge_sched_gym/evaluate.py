@@ -70,7 +70,7 @@ ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overri
 #: the keys each runner reads (besides ``runner`` and ``out``); evaluate.py's own keys are unused there
 RUNNER_KEYS: dict[str, tuple[str, ...]] = {
     "edge_sched_gym.evaluate_papers:run_from_config": ("papers", "quick", "publish", "out"),
-    "agents.ladder:run_from_config": ("ladder_envs", "quick", "publish", "out", "learners"),
+    "edge_sched_gym.score:run_ladder": ("ladder_envs", "quick", "publish", "out", "learners", "policies"),
 }
 #: where outputs go without out= (git-ignored): outputs/<env>__<time>/
 DEFAULT_OUT = Path("outputs")

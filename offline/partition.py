@@ -16,6 +16,14 @@ randomness on it. :func:`offline.runner.evaluate` takes both apart: ``seed`` cho
 
 Episode seeds are derived from (seed, instance, episode) by each hook, so the three ``seed`` values give
 disjoint streams; :func:`check_disjoint` guards the instance ranges.
+
+Every reported split (``training_instance``, ``held_out_instances`` and a ladder variant
+``held_out_instances@<name>``) has a **version** (:func:`split_version`), written into every ladder CSV row
+(``split_version``): rows of different versions were played on different episodes and are never compared. A
+split's content (its instances as generated, the reset observations of its episodes, its episode seeds) has a
+checked-in fingerprint per version (``offline/split_fingerprints.json``, :func:`offline.ladder.split_fingerprint`);
+a test fails when the content changes while the version stays. Then bump the split's entry in
+:data:`SPLIT_VERSIONS` and record the new fingerprint (``python -m offline.ladder fingerprints publish=true``).
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "EVALUATION_SEED",
+    "FIRST_SPLIT_VERSION",
     "HELD_OUT_INSTANCE_BASE",
+    "SPLIT_VERSIONS",
     "TRAINING_INSTANCE",
     "TUNING_INSTANCE_BASE",
     "TUNING_SEED",
@@ -32,6 +42,7 @@ __all__ = [
     "check_disjoint",
     "check_instance_pool",
     "held_out_instances",
+    "split_version",
     "training_instance",
     "tuning_set",
 ]
@@ -50,6 +61,18 @@ HELD_OUT_INSTANCE_BASE = 100
 HELD_OUT_INSTANCES_MAX = 100
 #: Episode seed of every reported evaluation (the ladder, the learners' final tables).
 EVALUATION_SEED = 2026
+
+
+#: Version of each split whose content changed since version 1: env id -> split -> version (a split not listed
+#: is version 1). Bump an entry when the split's fingerprint test fails because what it plays changed on purpose.
+SPLIT_VERSIONS: dict[str, dict[str, int]] = {}
+#: The version of a split not listed in :data:`SPLIT_VERSIONS` (and of published rows without the column).
+FIRST_SPLIT_VERSION = 1
+
+
+def split_version(env_id: str, split: str) -> int:
+    """The current version of ``split`` (``training_instance``, ``held_out_instances[@<variant>]``) of ``env_id``."""
+    return int(SPLIT_VERSIONS.get(env_id, {}).get(split, FIRST_SPLIT_VERSION))
 
 
 @dataclass(frozen=True)

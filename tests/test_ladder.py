@@ -271,3 +271,21 @@ def test_ladder__learners_are_refused_with_publish():
 
     with pytest.raises(ValueError, match=r"learners=\.\.\. with publish=true is refused"):
         run_from_config(OmegaConf.create({"ladder_envs": ["UEC-v0"], "publish": True, "learners": ["runs/x"]}))
+
+
+def test_ladder__rows_carry_the_split_version_and_score_replays_without_published_rows(toy, tmp_path):
+    """Every ladder row says which version of its set it was played on; score() on an env without published rows
+    replays random and every rung-2/3 policy on the same episodes (the ladder's rule picks the strongest) and
+    ranks nothing."""
+    import edge_sched_gym
+
+    rows = ladder.run_env(TOY_ID, tmp_path, quick=True, log=lambda _: None)
+    assert {r["split_version"] for r in rows} == {partition.split_version(TOY_ID, "held_out_instances")} == {1}
+    assert {r["split_version"] for r in read_csv(tmp_path / f"{TOY_ID}.csv")} == {1}
+    by = {r["policy"]: r for r in rows if r["set"] == "held_out_instances"}
+    result = edge_sched_gym.score(TOY_ID, FixedArm(2), quick=True)  # the same arm as tuned_arm's default
+    assert (result.normalised_against, result.rank, result.strongest) == ("replayed", None, "tuned_arm")
+    assert result.mean == pytest.approx(by["tuned_arm"]["mean"]) and result.normalised == pytest.approx(1.0)
+    assert result.n == by["tuned_arm"]["n"] and result.diff_vs_strongest == pytest.approx(0.0)
+    worse = edge_sched_gym.score(TOY_ID, "first_arm", quick=True)
+    assert worse.normalised == pytest.approx(by["first_arm"]["normalised"]) and worse.diff_vs_strongest < 0
