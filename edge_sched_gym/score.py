@@ -23,7 +23,8 @@ strongest policies are replayed on those same episodes: a quick score is normali
 rank among the published rows is indicative only. The paired difference to the strongest policy always comes
 from replaying it on the same episodes. Where the published rows are missing or on another split version
 (``offline.partition.split_version``), random and every rung-2/3 policy are replayed and nothing is ranked.
-Decision times are the wall time of each ``act`` call.
+Decision times are the wall time of each ``act`` call; the first call (lazy model loading, JIT compilation) is
+reported apart (``first_decision_ms``) and left out of the mean and p99.
 
 The command line (evaluate.py's runner of ``experiment=ladder``, :func:`run_ladder`)::
 
@@ -89,8 +90,11 @@ class Score:
     diff_ci95: float
     at_least_as_good: float
     decisions: int
+    #: over every decision but the first (the first pays one-off costs: lazy model loading, JIT compilation)
     decision_ms_mean: float
     decision_ms_p99: float
+    #: the first decision's time, kept apart from the mean and p99
+    first_decision_ms: float
     #: 1 + the published rows (other policies) with a higher normalised score; None when nothing was ranked
     rank: int | None
     ranked_rows: int
@@ -125,7 +129,7 @@ class Score:
             f"  vs {self.strongest}: {self.diff_vs_strongest:+.3g} ± {self.diff_ci95:.2g} per episode (paired), at "
             f"least as good in {100 * self.at_least_as_good:.0f} % of episodes",
             f"  {self.decision_ms_mean:.3g} ms per decision (p99 {self.decision_ms_p99:.3g} ms, {self.decisions} "
-            "decisions)",
+            f"decisions; the first, {self.first_decision_ms:.3g} ms, left out as warm-up)",
             f"  {place}",
             *(f"  note: {note}" for note in self.notes),
         ]
@@ -386,14 +390,15 @@ def score(
         if quick:
             notes.append("quick size: normalised on its own episodes, so the rank among the published (full-size) "
                          "rows is indicative")
-    ms = 1e3 * np.asarray(seconds, dtype=float)
+    first_ms = 1e3 * float(seconds[0]) if seconds else float("nan")
+    ms = 1e3 * np.asarray(seconds[1:], dtype=float)  # the first decision is warm-up (see Score.first_decision_ms)
     notes.append(f"played in {perf_counter() - start:.1f} s")
     return Score(
         env_id=env_id, split=split, split_version=version, policy=candidate.label, metric=spec.metric,
         higher_is_better=higher, quick=quick, n=len(own), mean=mean, ci95=half, normalised=normalised,
         normalised_lo=lo, normalised_hi=hi, normalised_against="published" if use_published else "replayed",
         random_mean=r, strongest=strongest, strongest_mean=b, diff_vs_strongest=diff, diff_ci95=diff_half,
-        at_least_as_good=good, decisions=int(ms.size),
+        at_least_as_good=good, decisions=len(seconds), first_decision_ms=first_ms,
         decision_ms_mean=float(ms.mean()) if ms.size else float("nan"),
         decision_ms_p99=float(np.percentile(ms, 99)) if ms.size else float("nan"),
         rank=rank, ranked_rows=ranked, above=above, below=below, notes=notes, episode_values=own,
