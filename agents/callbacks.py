@@ -352,26 +352,34 @@ def drop_rows_after(path: Path, step: int, columns: tuple[str, ...] = ("step", "
 class SafeCheckpointCallback(BaseCallback):
     """Every ``save_freq`` calls save ``<save_path>/model_<steps>_steps.zip`` in the safe format (no pickles,
     :func:`agents.loading.save_sb3_model`) and, for off-policy algorithms, the replay buffer as arrays
-    (``model_replay_buffer_<steps>_steps.npz``) first: a checkpoint exists only once its buffer is complete."""
+    (``model_replay_buffer_<steps>_steps.npz``) first: a checkpoint exists only once its buffer is complete.
+    Every file written must resolve inside ``root`` (default: ``save_path``'s parent, the run folder)."""
 
-    def __init__(self, save_freq: int, save_path: Path, save_replay_buffer: bool = False) -> None:
+    def __init__(self, save_freq: int, save_path: Path, save_replay_buffer: bool = False,
+                 root: Path | None = None) -> None:
         super().__init__()
         self.save_freq = int(save_freq)
         self.save_path = Path(save_path)
         self.save_replay_buffer = save_replay_buffer
+        self.root = Path(root) if root is not None else self.save_path.parent
 
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq == 0:
             save_checkpoint(self.model, self.save_path / f"model_{self.num_timesteps}_steps.zip",
-                            self.save_replay_buffer)
+                            self.save_replay_buffer, root=self.root)
         return True
 
 
-def save_checkpoint(model: Any, path: Path, with_buffer: bool) -> list[Path]:
-    """Save the replay buffer (if ``with_buffer``) then the model of a checkpoint; returns the files written."""
-    from agents.loading import replay_buffer_file, save_replay_buffer, save_sb3_model
+def save_checkpoint(model: Any, path: Path, with_buffer: bool, root: Path | None = None) -> list[Path]:
+    """Save the replay buffer (if ``with_buffer``) then the model of a checkpoint; returns the files written.
+    With ``root`` (the run folder), a target that resolves outside it (a symbolic link) is refused first."""
+    from agents.loading import check_inside, replay_buffer_file, save_replay_buffer, save_sb3_model
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    targets = [path, replay_buffer_file(path)] if with_buffer else [path]
+    if root is not None:
+        for target in (path.parent, *targets, *(t.with_name(t.name + ".tmp") for t in targets)):
+            check_inside(root, target)
     written = []
     if with_buffer and getattr(model, "replay_buffer", None) is not None:
         written.append(save_replay_buffer(model.replay_buffer, replay_buffer_file(path)))

@@ -1,18 +1,18 @@
 """Learners against the best non-learning baseline, over training seeds, with rliable's statistics.
 
-    python -m agents.compare "runs=[runs/uec_learners/*]" out=results/uec/learners
+    python -m agents.compare "runs=[runs/uec_learners/*]" publish=true out=results/uec/learners
     python -m agents.compare "runs=[runs/uec_prior/*]" "baselines=[lp_bid_price]" "others=[]" seed=2026 \
-        instance_base=100 instances=10 episodes=2 out=results/uec/prior/held_out   # the Leaderboard's held-out set
+        instance_base=100 instances=10 episodes=2 publish=true out=results/uec/prior/held_out  # the held-out set
     python -m agents.compare "runs=[runs/a*,runs/b*]" env_id=UEC-v0 episodes=30 \
         "baselines=[pickconfigs,srs,sumita,cvs,random]" "others=[rescue,rescue_fallback]"
     python -m agents.compare "runs=[runs/oinc_prior/*]" env_id=OINC-v0 metric=slo_weighted_sum \
-        higher_is_better=false "baselines=[slo_liu+ekya]" "others=[]" out=results/oinc/prior/held_out  # a cost
+        higher_is_better=false "baselines=[slo_liu+ekya]" "others=[]" publish=true out=results/oinc/prior/held_out
     python -m agents.compare "runs=[runs/corais_v1_seeds/*]" env_id=CoRaiS-v1 metric=cost higher_is_better=false \
         "baselines=[ils_5s]" "others=[ils_100ms]" "run_kwargs={search_time: 0.1}" seed=2026 instance_base=100 \
-        instances=10 episodes=1 out=results/corais/seeds_20-10-100   # each run's network inside the 100 ms search
+        instances=10 episodes=1 publish=true out=results/corais/seeds_20-10-100  # the network in the 100 ms search
     python -m agents.compare "runs=[runs/aset_ppo/*]" env_id=ASET-v1 metric=success_rate \
         "baselines=[threshold_switch,periodic_switch]" "env_kwargs={theta: 0.0, horizon: 60}" seed=2026 \
-        instance_base=100 instances=10 episodes=1 out=results/aset/ppo_v1/held_out   # the ladder's episodes
+        instance_base=100 instances=10 episodes=1 publish=true out=results/aset/ppo_v1/held_out  # the ladder episodes
 
 Every run folder (grouped by the algorithm its config.yaml names) and every baseline is evaluated by
 :func:`offline.runner.evaluate` on the same instances and episode seeds (common random numbers; the
@@ -24,6 +24,11 @@ summary rows lack is averaged from the evaluation's episode rows (OINC's ``slo_w
 rows each run also gets its paired per-episode difference to the best baseline with a 95 % CI. Per algorithm (Agarwal et al., NeurIPS 2021, via rliable): the interquartile mean of the
 runs' scores with a stratified-bootstrap 95 % CI, the mean, and the probability of improvement over the
 best baseline — the chance that a training run of the algorithm beats it (ties count ½), with its CI.
+
+Run folders are read as the loaders read them (:func:`agents.loading.load_run_config`): an env id outside the
+problem registry or a class outside the allow-list (:mod:`envs.allowlist`) is refused before any env is made.
+``out`` defaults to the git-ignored ``outputs/compare``; a path of the clone's checked-in files (``results/...``)
+needs ``publish=true`` (:func:`offline.provenance.check_output_path`), checked before anything runs.
 
 Writes ``<out>/runs.csv`` (one row per run), ``<out>/learners.csv`` (one row per algorithm),
 ``<out>/policies.csv`` (the evaluation's summary rows), ``<out>/learners.png`` (IQM with CIs) and
@@ -60,7 +65,8 @@ class CompareConfig:
     reps: int = 5000  # bootstrap resamples
     run_kwargs: dict[str, Any] = field(default_factory=dict)  # every run's policy kwargs, e.g. {search_time: 0.1}
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # over the runs' env kwargs, e.g. the ladder's {horizon: 60}
-    out: str = "results/compare"
+    out: str = "outputs/compare"  # git-ignored; a checked-in path (results/...) needs publish=true
+    publish: bool = False  # true: out may be a path of the clone's checked-in files
 
 
 def expand_runs(patterns: list[str]) -> list[Path]:
@@ -217,12 +223,16 @@ def write_learner_table(table: list[dict[str, Any]], out: Path) -> None:
 
 def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Evaluate, aggregate and write the tables (see the module docstring); returns the per-algorithm rows."""
-    from agents.loading import resolve_policy
+    from agents.loading import load_run_config, resolve_policy
     from agents.registry import check_env_kwargs
+    from offline.provenance import check_output_path, check_writable_folder
     from offline.runner import evaluate
 
+    check_output_path(cfg.out, publish=cfg.publish)
+    check_writable_folder("out", cfg.out)
     runs = expand_runs(cfg.runs)
-    configs = {run: OmegaConf.load(run / "config.yaml") for run in runs}
+    # the loaders' reading: env ids of the problem registry and allow-listed classes only, before any env is made
+    configs = {run: load_run_config(run) for run in runs}
     ids = {str(c.env.id) for c in configs.values()}
     if ids != {cfg.env_id}:
         raise ValueError(f"env_id={cfg.env_id!r} but the runs were trained on {sorted(ids)}")

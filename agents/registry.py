@@ -153,12 +153,12 @@ class AlgoSpec:
     env_ids: tuple[str, ...] | None = None  # custom trainers built for specific envs only
 
     def load_target(self) -> Any:
-        return import_path(self.target)
+        return load_attr(self.target)  # the registry's own "module:attr" (code, not a file)
 
     @property
     def schema_class(self) -> type:
         """The config dataclass (imports a custom trainer's module the first time)."""
-        return import_path(self.schema) if isinstance(self.schema, str) else self.schema
+        return load_attr(self.schema) if isinstance(self.schema, str) else self.schema
 
 
 ALGOS: dict[str, AlgoSpec] = {
@@ -193,12 +193,13 @@ def register_configs() -> None:
     store.store(group="algo", name=f"reference{SCHEMA_SUFFIX}", node=ReferenceConfig)
 
 
-def import_path(path: str) -> Any:
-    """Import ``"package.module:attr"`` or ``"package.module.attr"`` (YAML writes classes this way)."""
-    if ":" not in path:
-        module_name, _, attr = path.rpartition(".")
-        path = f"{module_name}:{attr}" if module_name else path
-    return load_attr(path)
+def import_path(path: str, where: str = "class") -> Any:
+    """Import ``"package.module:attr"`` or ``"package.module.attr"`` (YAML writes classes this way), a name a config
+    or a file gives: only after :mod:`envs.allowlist` accepted it (:class:`envs.allowlist.NotAllowedError`, a
+    ValueError naming ``where``, otherwise; nothing is imported then)."""
+    from envs.allowlist import import_allowed
+
+    return import_allowed(path, where)
 
 
 def get_spec(algo_cfg: DictConfig | Mapping[str, Any]) -> AlgoSpec:
@@ -373,9 +374,13 @@ def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any] | None, key: str = "
     mode = kwargs.get("render_mode")
     if mode is not None and not isinstance(mode, str):  # gym.make itself fails on it with a raw AttributeError
         raise ValueError(f"{key}.render_mode={mode!r} is invalid: expected None or a render mode name, e.g. 'ansi'")
+    from envs.problems import PROBLEMS
+
+    if str(env_id) not in PROBLEMS:  # gym.spec("module:id") would import module: the caller refuses the id
+        return
     try:
         entry = gym.spec(str(env_id)).entry_point
-        target = import_path(entry) if isinstance(entry, str) else entry
+        target = load_attr(entry) if isinstance(entry, str) else entry
         params = inspect.signature(target).parameters
     except Exception:  # an unknown id or an entry point without a signature: the env reports it itself
         return
@@ -446,11 +451,7 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any], env: Any = None) -> dic
     out = dict(policy_kwargs)
     head = policy_kwargs.get("head")
     if head is not None:
-        try:
-            head_class = import_path(head) if isinstance(head, str) else head
-        except (ImportError, AttributeError, ValueError) as err:
-            raise ValueError(f"algo.policy_kwargs.head={head!r} cannot be imported ({err}); expected "
-                             "'module:Class', e.g. agents.uec.sac_head:UECActionScorer") from None
+        head_class = import_path(head, "algo.policy_kwargs.head") if isinstance(head, str) else head
         from_env = getattr(head_class, "kwargs_for_env", None)
         if env is not None and from_env is not None:
             out["head_kwargs"] = {**from_env(env), **(policy_kwargs.get("head_kwargs") or {})}
@@ -462,11 +463,7 @@ def resolve_policy_kwargs(policy_kwargs: dict[str, Any], env: Any = None) -> dic
         out["net_arch"] = list(NET_ARCH_PRESETS[arch])
     for key, value in policy_kwargs.items():
         if isinstance(value, str) and (key.endswith("_class") or key.endswith("_fn")):
-            try:
-                out[key] = import_path(value)
-            except (ImportError, AttributeError, ValueError) as err:
-                raise ValueError(f"algo.policy_kwargs.{key}={value!r} cannot be imported ({err}); expected "
-                                 "'module:Class'") from None
+            out[key] = import_path(value, f"algo.policy_kwargs.{key}")  # allow-listed names only
             if key.endswith("_class") and not isinstance(out[key], type):
                 raise ValueError(f"algo.policy_kwargs.{key}={value!r} is invalid: it names "
                                  f"{type(out[key]).__name__} {out[key]!r}, not a class")

@@ -65,7 +65,7 @@ from torch import nn
 
 from agents.masking import FeasibleWarmupMixin, action_dims, mask_from_obs
 from agents.off_policy import fast_optimizer_kwargs, update_schedule
-from envs.problems import load_attr
+from envs.allowlist import import_allowed
 
 SelfDiscreteSAC = TypeVar("SelfDiscreteSAC", bound="DiscreteSAC")
 
@@ -367,7 +367,7 @@ class DiscreteSACPolicy(BasePolicy):
         self._build(lr_schedule)
 
     def _build(self, lr_schedule: Schedule) -> None:
-        head_class = load_attr(self.head) if isinstance(self.head, str) else self.head
+        head_class = import_allowed(self.head, "policy_kwargs.head") if isinstance(self.head, str) else self.head
 
         def make(cls: type[BasePolicy], arch: list[int], head_kwargs: dict[str, Any], **extra: Any) -> Any:
             extractor = self.make_features_extractor()

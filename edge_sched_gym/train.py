@@ -467,6 +467,9 @@ def prepare_resume(cfg: DictConfig, overrides: list[str] | None = None) -> tuple
     run_dir = Path(str(cfg.resume))
     if not (run_dir / "config.yaml").is_file():
         raise ValueError(f"resume={run_dir} is not a training run folder: it has no config.yaml")
+    from agents.loading import check_no_symlinks
+
+    check_no_symlinks(run_dir)  # a resume appends and replaces files there: never through a link out of the folder
     given = _parsed_overrides(overrides)
     refused = [key for key, _ in given if key not in RESUME_KEYS]
     if refused:
@@ -552,6 +555,11 @@ def choose_checkpoint(run_dir: Path, prepared: Prepared) -> Resume:
                     "version never loads (it could run code); delete it to resume with an empty replay buffer")
         for line in skipped:
             log.warning("skipping a damaged checkpoint file: %s", line)
+        if final is not None and final > start:  # never discard a newer model.zip: continue from it
+            log.warning("model.zip (step %d) is newer than every intact checkpoint (newest: %s, step %d): resuming "
+                        "from model.zip%s", final, checkpoint.name, start,
+                        f" with the replay buffer of {checkpoint.name}" if buffer is not None else "")
+            return Resume(run_dir, run_dir / "model.zip", final, buffer, reached)
         if skipped:
             log.warning("resuming from the previous intact checkpoint %s (step %d)", checkpoint.name, start)
         return Resume(run_dir, checkpoint, start, buffer, reached)
@@ -740,7 +748,6 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         load_replay_buffer,
         load_sb3_model,
         model_steps,
-        replay_buffer_file,
         save_sb3_model,
     )
     top, spec, algo = prepared.cfg, prepared.spec, dict(prepared.algo)
@@ -768,8 +775,8 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
                 load_replay_buffer(model.replay_buffer, resume.buffer)
                 log.info("replay buffer of %d transitions loaded from %s", model.replay_buffer.size(), resume.buffer.name)
             elif off_policy:
-                log.warning("%s has no replay buffer %s: resuming with an empty one", run_dir,
-                            replay_buffer_file(resume.checkpoint).name)
+                log.warning("%s has no replay buffer for %s: resuming with an empty one", run_dir,
+                            resume.checkpoint.name)
             for name in ("eval.csv", "progress.csv"):  # one row per step: rows past the checkpoint move aside
                 moved = drop_rows_after(run_dir / name, start)
                 if moved:
@@ -793,7 +800,7 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         eval_freq = int(top.eval.freq) or 10**12
         callbacks = CallbackList([
             SafeCheckpointCallback(max(int(top.checkpoint_freq) // n_envs, 1), run_dir / "checkpoints",
-                                   save_replay_buffer=off_policy),
+                                   save_replay_buffer=off_policy, root=run_dir),
             PeriodicEvalCallback(eval_env,
                                  lambda m: SB3ModelPolicy(m, name=spec.name, deterministic=True),
                                  seeds, eval_freq, run_dir / "eval.csv", reference, reference_name, bound),
@@ -806,13 +813,16 @@ def _train_sb3(prepared: Prepared, run_dir: Path, mask_dim: int, seeds: list[int
         prefix = "model_interrupted" if interrupt.requested else "model"
         checkpoint = run_dir / "checkpoints" / f"{prefix}_{model.num_timesteps}_steps.zip"
         if interrupt.requested or not checkpoint.is_file():  # the end is a checkpoint too: a later resume continues here
-            saved += [str(p.relative_to(run_dir)) for p in save_checkpoint(model, checkpoint, off_policy)]
+            written = save_checkpoint(model, checkpoint, off_policy, root=run_dir)
+            saved += [str(p.relative_to(run_dir)) for p in written]
         existing = model_steps(run_dir / MODEL_FILE) if (run_dir / MODEL_FILE).is_file() else None
         if existing is not None and existing > model.num_timesteps:  # never replace a newer model with an older one
             log.warning("kept %s (step %d): it is newer than this model (step %d)", MODEL_FILE, existing,
                         model.num_timesteps)
         else:
-            save_sb3_model(model, run_dir / MODEL_FILE)
+            from agents.loading import check_inside
+
+            save_sb3_model(model, check_inside(run_dir, run_dir / MODEL_FILE))
             saved.insert(0, MODEL_FILE)
         logger.close()  # flushes TensorBoard and progress.csv
         venv.close()

@@ -30,7 +30,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import register, registry
 
-__all__ = ["PROBLEMS", "Problem", "get_problem", "load_attr", "make", "problem_for_config", "register_problem", "wrap"]
+__all__ = ["PROBLEMS", "Problem", "check_env_id", "get_problem", "load_attr", "make", "problem_for_config",
+           "register_problem", "wrap"]
 
 
 @dataclass(frozen=True)
@@ -114,20 +115,34 @@ def get_problem(env_id: str) -> Problem:
     return PROBLEMS[env_id]
 
 
+def check_env_id(env_id: object, where: str = "env.id") -> str:
+    """``env_id`` when it is one of the problem registry's ids; ValueError naming ``where`` otherwise. Call it before
+    ``gym.make`` on an id read from a file: Gymnasium imports ``module`` for an id ``module:UEC-v0``."""
+    import envs  # noqa: F401  (registers the suite's problems)
+
+    if not isinstance(env_id, str) or env_id not in PROBLEMS:
+        raise ValueError(f"{where}={env_id!r} is not an env id of the problem registry (an id with a module part is "
+                         f"never imported); valid env ids: {list(PROBLEMS)}")
+    return env_id
+
+
 def make(env_id: str, kwargs: Mapping[str, Any] | None = None, wrappers: Sequence[str] = ()) -> gym.Env:
     """``gym.make(env_id, **kwargs)`` then each wrapper (``"module:Class"``, applied in order).
 
     The env configs of train.py and evaluate.py (``edge_sched_gym/conf/env/<config>.yaml``) list wrappers this way, e.g.
     UEC's ``offline.uec.features:LPFeatures`` (RESCUE's value functions appended to the observation).
     """
-    get_problem(env_id)
+    check_env_id(env_id)
     return wrap(gym.make(env_id, **dict(kwargs or {})), wrappers)
 
 
 def wrap(env: gym.Env, wrappers: Sequence[str]) -> gym.Env:
-    """``env`` inside each wrapper of ``wrappers`` (``"module:Class"`` of a gymnasium.Wrapper), in order."""
+    """``env`` inside each wrapper of ``wrappers`` (``"module:Class"`` of a gymnasium.Wrapper), in order; every
+    name is checked against :mod:`envs.allowlist` before its module is imported."""
+    from envs.allowlist import import_allowed
+
     for path in wrappers:
-        wrapper = load_attr(str(path))
+        wrapper = import_allowed(str(path), "env.wrappers entry")
         if not (isinstance(wrapper, type) and issubclass(wrapper, gym.Wrapper)):
             raise ValueError(f"wrappers entry {path!r} is invalid: expected a gymnasium.Wrapper subclass")
         env = wrapper(env)

@@ -119,3 +119,43 @@ def check_writable_folder(key: str, folder: str | Path) -> None:
         Path(tempfile.mkdtemp(prefix=".write-probe-", dir=probe)).rmdir()
     except OSError as err:
         raise ValueError(f"{key}={folder} is not writable: cannot create files in {probe} ({err.strerror or err})") from None
+
+
+def tracked_paths(root: Path = ROOT) -> set[Path] | None:
+    """Every git-tracked file of the clone at ``root`` (absolute paths); None when ``root`` is not a git clone or
+    git is not available."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0:
+        return None
+    return {root / name for name in listed.stdout.decode(errors="replace").split("\0") if name}
+
+
+def check_output_path(path: str | Path, *, publish: bool, key: str = "out", root: Path = ROOT) -> Path:
+    """``path`` (an output file or folder) unless it is, or lies under, a git-tracked file or folder of the clone
+    (a folder that holds tracked files, the clone's root itself aside): such a path needs ``publish=true``. Raises
+    ValueError naming ``key`` before anything is computed or written; symbolic links are followed, so a link into
+    the clone counts as the clone. Outside a clone (an installed copy) nothing is tracked."""
+    if publish:
+        return Path(path)
+    root = root.resolve()
+    target = Path(path).expanduser().resolve()
+    if not target.is_relative_to(root) or target == root:
+        return Path(path)
+    tracked = tracked_paths(root)
+    if tracked is None:  # no git: the clone's checked-in top-level entries count as tracked
+        if not in_clone(root):
+            return Path(path)
+        tracked = {p for p in root.iterdir() if p.name not in ("runs", "outputs") and not p.name.startswith(".")}
+    folders = {parent for t in tracked for parent in t.parents if parent != root and parent.is_relative_to(root)}
+    for candidate in (target, *target.parents):
+        if candidate == root:
+            break
+        if candidate in tracked or candidate in folders:
+            what = "a checked-in file" if candidate in tracked else "a folder of checked-in files"
+            raise ValueError(f"{key}={path} is invalid without publish=true: {candidate.relative_to(root)} is {what} "
+                             f"of the clone; write under runs/ or outputs/ (git-ignored), or give publish=true to "
+                             "change the checked-in files on purpose")
+    return Path(path)

@@ -32,6 +32,7 @@ from offline import partition
 from offline.ladder_spec import LadderSpec, TuningSpec, tuned_path
 from offline.provenance import (
     ROOT,
+    check_output_path,
     check_writable_folder,
     command_line,
     default_output,
@@ -169,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.get("out") or default_output("tuning", env_id))
         if not str(args.get("out", "x")).strip():
             raise ValueError("out='' is invalid: expected a folder")
+        check_output_path(out, publish=publish)
         check_writable_folder("out", out)
         if publish and quick:
             raise ValueError("publish=true with quick=true is refused: the checked-in values come from a full run")

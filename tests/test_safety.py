@@ -159,7 +159,7 @@ def test_safety__a_tensor_file_that_needs_unpickling_and_a_foreign_class_are_ref
         load_run_policy(_run_folder(tmp_path, _rewrite(raw, members={"policy.pth": evil.getvalue()}), "a"), env)
     data = _data(raw)
     data["policy_kwargs"] = {**data["policy_kwargs"], "head": "os:system"}
-    with pytest.raises(UnsafeFileError, match=r"policy_kwargs.head='os:system' is not a class this loader accepts"):
+    with pytest.raises(UnsafeFileError, match=r"policy_kwargs.head='os:system' is not on the allow-list"):
         load_run_policy(_run_folder(tmp_path, _rewrite(raw, data=data), "b"), env)
     data = _data(raw)
     data["env"] = "antigravity:Nope-v0"
@@ -217,7 +217,7 @@ def test_safety__a_run_config_naming_a_wrapper_module_beside_it_is_refused_befor
     OmegaConf.save(saved, run_dir / "config.yaml")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(UnsafeFileError, match=r"env\.wrappers entry 'runs\.x\.payload:W'"):
+    with pytest.raises(UnsafeFileError, match=r"env\.wrappers entry='runs\.x\.payload:W' is not on the allow-list"):
         load_run_config(run_dir)
     from edge_sched_gym import train
 
@@ -358,8 +358,9 @@ def test_safety__a_finished_run_refuses_a_budget_it_reached(tmp_path):
     for steps in (200, 250, 300):
         with pytest.raises(ValueError, match=r"already reached step 300 \(model.zip\); expected steps > 300"):
             _prepare_resume(run_dir, f"steps={steps}")
-    _, resume = _prepare_resume(run_dir, "steps=301")
-    assert resume.start_step == 200 and resume.reached == 300 and resume.buffer is not None
+    _, resume = _prepare_resume(run_dir, "steps=301")  # model.zip is newer than every checkpoint: it continues
+    assert resume.checkpoint == run_dir / "model.zip" and resume.start_step == 300 and resume.reached == 300
+    assert resume.buffer == replay_buffer_file(run_dir / "checkpoints" / "model_200_steps.zip")
 
 
 def test_safety__a_damaged_newest_checkpoint_or_buffer_falls_back_saying_so(tmp_path, caplog):
@@ -582,3 +583,224 @@ def test_safety__corais_calibration_refuses_a_flag_or_an_odd_publish_before_runn
 
     with pytest.raises(SystemExit, match=message):
         corais_calibration.main(argv)
+
+
+# ------------------------------------------------------------------- round two (issue 37): the one allow-list
+
+def _planted(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """A run folder ``runs/x`` under ``tmp_path`` with a module ``runs.x.payload`` beside its config.yaml that
+    writes a marker when imported (importable: ``tmp_path`` is on sys.path and the working directory)."""
+    model, _ = _tiny_model()
+    run_dir = _run_folder(tmp_path / "runs", _zip_bytes(model), name="x")
+    marker = tmp_path / "marker.txt"
+    (run_dir / "payload.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\nW = F = object\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("runs", "runs.x", "runs.x.payload"):  # whatever an earlier test imported is forgotten afterwards
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return run_dir, marker
+
+
+def test_safety__the_allow_list_checks_a_name_before_importing_and_allow_extends_it(tmp_path, monkeypatch, request):
+    from envs import allowlist
+
+    saved = set(allowlist.ALLOWED)
+    request.addfinalizer(lambda: (allowlist.ALLOWED.clear(), allowlist.ALLOWED.update(saved)))
+    _, marker = _planted(tmp_path, monkeypatch)
+    for name in ("os:system", "os.system", "runs.x.payload:W", "<class 'runs.x.payload.W'>", "gymnasium.wrappers:_x",
+                 "offline.uec.features"):
+        with pytest.raises(allowlist.NotAllowedError, match="is not on the allow-list"):
+            allowlist.import_allowed(name, "env.wrappers entry")
+    assert not marker.exists() and "runs.x.payload" not in sys.modules
+    from offline.uec.features import NetScoreFeatures
+
+    assert allowlist.import_allowed("offline.uec.features:NetScoreFeatures", "x") is NetScoreFeatures
+    assert allowlist.import_allowed("torch.nn.modules.activation.ReLU", "x") is torch.nn.ReLU
+    import agents.loading as loading
+
+    assert loading.ALLOWED_CLASSES is allowlist.ALLOWED  # one list, re-exported
+    allowlist.allow("runs.x.payload:W")
+    assert allowlist.import_allowed("runs.x.payload.W", "x") is object and marker.exists()
+    for name in ("runs", "runs.x", "runs.x.payload"):
+        sys.modules.pop(name, None)
+    with pytest.raises(ValueError, match="allow"):
+        allowlist.allow("not a name")
+
+
+@pytest.mark.parametrize("where", ["algo_wrappers", "activation_fn", "features_extractor_class", "head", "env_id"])
+def test_safety__a_resume_imports_nothing_its_config_names_even_when_refused(where, tmp_path, monkeypatch):
+    from edge_sched_gym import train
+
+    run_dir, marker = _planted(tmp_path, monkeypatch)
+    saved = OmegaConf.load(run_dir / "config.yaml")
+    if where == "algo_wrappers":
+        saved.env.algo_wrappers = {"sac": ["runs.x.payload:W"]}
+    elif where == "env_id":
+        saved.env.id = "runs.x.payload:UEC-v0"
+    else:
+        saved.algo.policy_kwargs[where] = "runs.x.payload:F"
+    OmegaConf.save(saved, run_dir / "config.yaml")
+    overrides = [f"resume={run_dir}", "steps=10", "progress=false"]  # a refused budget, too
+    with pytest.raises(ValueError, match=r"runs\.x\.payload"):
+        train.run(_train_cfg(overrides), overrides=overrides)
+    assert not marker.exists() and "runs.x.payload" not in sys.modules
+
+
+def test_safety__compare_and_ship_refuse_a_planted_wrapper_or_env_id_before_making_an_env(tmp_path, monkeypatch):
+    from agents import pretrained
+    from agents.compare import CompareConfig, compare
+
+    run_dir, marker = _planted(tmp_path, monkeypatch)
+    saved = OmegaConf.load(run_dir / "config.yaml")
+    saved.env.wrappers = ["runs.x.payload:W"]
+    OmegaConf.save(saved, run_dir / "config.yaml")
+    with pytest.raises(ValueError, match=r"env\.wrappers entry='runs\.x\.payload:W'"):
+        compare(CompareConfig(runs=[str(run_dir)], env_id="UEC-v0", out=str(tmp_path / "out")))
+    saved.env.wrappers = []
+    saved.env.id = "runs.x.payload:UEC-v0"
+    OmegaConf.save(saved, run_dir / "config.yaml")
+    monkeypatch.setattr("agents.loading.PRETRAINED_DIR", tmp_path / "pretrained")
+    (tmp_path / "pretrained").mkdir()
+    with pytest.raises(ValueError, match=r"env\.id='runs\.x\.payload:UEC-v0' is not an env id of the problem"):
+        pretrained.ship(pretrained.ShipConfig(name="x", run=str(run_dir)))
+    assert not marker.exists() and "runs.x.payload" not in sys.modules
+    assert not (tmp_path / "out").exists() and list((tmp_path / "pretrained").iterdir()) == []
+
+
+# ------------------------------------------------------------------------------- ship names, export out
+
+@pytest.mark.parametrize("name", [".", "..", "", "a/b", "../agents", "a..b", "Upper", "-x", "/tmp/x"])
+def test_safety__ship_names_are_plain_identifiers_and_nothing_is_deleted(name, tmp_path, monkeypatch):
+    from agents import pretrained
+
+    root = tmp_path / "agents" / "pretrained"
+    (root / "keep").mkdir(parents=True)
+    (root / "keep" / "model.zip").write_bytes(b"x")
+    monkeypatch.setattr("agents.loading.PRETRAINED_DIR", root)
+    run_dir = _run_folder(tmp_path, _zip_bytes(_tiny_model()[0]))
+    with pytest.raises(ValueError, match=r"name=.* is invalid: expected a plain identifier"):
+        pretrained.ship(pretrained.ShipConfig(name=name, run=str(run_dir)))
+    assert (root / "keep" / "model.zip").read_bytes() == b"x" and run_dir.is_dir()
+
+
+def test_safety__ship_never_deletes_through_a_link_and_the_cli_says_one_line(tmp_path, monkeypatch):
+    from agents import pretrained
+
+    root = tmp_path / "pretrained"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.txt").write_text("precious")
+    (root / "evil").symlink_to(outside)
+    monkeypatch.setattr("agents.loading.PRETRAINED_DIR", root)
+    with pytest.raises(ValueError, match="does not resolve to a folder directly inside"):
+        pretrained.shipped_folder("evil")
+    assert (outside / "data.txt").read_text() == "precious"
+    before = sorted(p.name for p in PRETRAINED_DIR.iterdir())
+    result = subprocess.run([sys.executable, "-m", "agents.pretrained", "name=..", f"run={tmp_path}"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "error: name='..' is invalid" in result.stderr
+    assert "Traceback" not in result.stderr and sorted(p.name for p in PRETRAINED_DIR.iterdir()) == before
+
+
+def test_safety__export_to_a_file_or_a_checked_in_folder_is_a_clear_error(tmp_path):
+    from agents.zoo.export import export_pretrained
+
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match=r"out=.*a_file is not writable"):
+        export_pretrained("uec-v0-sac", tmp_path / "a_file")
+    with pytest.raises(ValueError, match=r"out=.* is invalid without publish=true"):
+        export_pretrained("uec-v0-sac", ROOT / "results" / "zoo")
+    assert not (ROOT / "results" / "zoo").exists()
+
+
+# ------------------------------------------------------------------------------ tracked paths need publish
+
+def test_safety__check_output_path_refuses_tracked_files_and_their_folders_without_publish(tmp_path):
+    from offline.provenance import check_output_path
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git clone")
+    for path in (ROOT / "results" / "corais" / "calibration.csv", ROOT / "results" / "corais" / "new.csv",
+                 ROOT / "README.md", ROOT / "docs" / "x", ROOT / "results"):
+        with pytest.raises(ValueError, match=r"^out=.* is invalid without publish=true"):
+            check_output_path(path, publish=False)
+        assert check_output_path(path, publish=True) == path
+    with pytest.raises(ValueError, match=r"^dest="):
+        check_output_path(ROOT / "README.md", publish=False, key="dest")
+    link = tmp_path / "link"
+    link.symlink_to(ROOT / "results")
+    with pytest.raises(ValueError, match="publish=true"):
+        check_output_path(link / "corais" / "x.csv", publish=False)  # a link into the clone counts as the clone
+    for path in (ROOT / "outputs" / "x.csv", ROOT / "runs" / "x", tmp_path / "x.csv"):
+        assert check_output_path(path, publish=False) == path
+
+
+def test_safety__queues_refuses_a_checked_in_out_before_computing_and_makes_a_missing_folder(tmp_path, monkeypatch,
+                                                                                          capsys):
+    from offline.corais import queues
+
+    calls = []
+    monkeypatch.setattr(queues, "queue_rows", lambda: calls.append(1) or [{"scale": "1-1-1", "env_id": "CoRaiS-v0",
+                                                                            "seeds": 1, "backlog_per_edge": 0.5,
+                                                                            "edges_without_backlog": 0.5}])
+    table = ROOT / "results" / "corais" / "calibration.csv"
+    before = table.read_bytes()
+    assert queues.main([f"out={table}"]) == 2
+    assert "publish=true" in capsys.readouterr().err and table.read_bytes() == before and not calls
+    (tmp_path / "a_file").write_text("")
+    assert queues.main([f"out={tmp_path / 'a_file' / 'q.csv'}"]) == 2 and not calls
+    assert queues.main([f"out={tmp_path / 'new' / 'deeper' / 'q.csv'}"]) == 0
+    assert (tmp_path / "new" / "deeper" / "q.csv").read_text().startswith("scale,")
+    import re
+
+    suggested = re.findall(r"(\S+=\S+ )?out=results/", queues.__doc__)  # a checked-in path only with publish=true
+    assert suggested and all(s.endswith("publish=true ") for s in suggested)
+
+
+# ------------------------------------------------------------------------------- resume and symbolic links
+
+@pytest.mark.parametrize("link", ["eval.csv", "checkpoints"])
+def test_safety__a_resume_never_writes_through_a_link_out_of_the_run_folder(link, tmp_path):
+    run_dir = _resumable(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = run_dir / link
+    if link == "checkpoints":
+        shutil.move(str(target), outside / "checkpoints")
+        target.symlink_to(outside / "checkpoints")
+    else:
+        (outside / "eval.csv").write_text("step,mean_reward\n0,1\n500,2\n")
+        target.symlink_to(outside / "eval.csv")
+    before = _checked_in([outside])
+    with pytest.raises(ValueError, match=r"holds a symbolic link .* a resume writes only inside the run folder"):
+        _prepare_resume(run_dir, "steps=400")
+    assert _checked_in([outside]) == before
+
+
+def test_safety__a_checkpoint_target_outside_the_run_folder_is_refused(tmp_path):
+    from agents.callbacks import save_checkpoint
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (run_dir / "checkpoints").symlink_to(tmp_path / "elsewhere")
+    model, _ = _tiny_model()
+    with pytest.raises(ValueError, match="outside the run folder"):
+        save_checkpoint(model, run_dir / "checkpoints" / "model_1_steps.zip", True, root=run_dir)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert save_checkpoint(model, tmp_path / "ok" / "model_1_steps.zip", True, root=tmp_path / "ok")
+
+
+def test_safety__a_resume_continues_from_a_model_zip_newer_than_every_checkpoint_even_without_a_buffer(tmp_path,
+                                                                                                       caplog):
+    from agents.loading import model_steps
+    from edge_sched_gym import train
+
+    run_dir = _resumable(tmp_path, steps=(200,), final=300)
+    replay_buffer_file(run_dir / "checkpoints" / "model_200_steps.zip").unlink()
+    overrides = [f"resume={run_dir}", "steps=310", "progress=false"]
+    with caplog.at_level(logging.WARNING, logger="train"):
+        train.run(_train_cfg(overrides), overrides=overrides)
+    assert "resuming from model.zip" in caplog.text and "empty one" in caplog.text
+    assert model_steps(run_dir / "model.zip") == 310 and (run_dir / "checkpoints" / "model_310_steps.zip").is_file()

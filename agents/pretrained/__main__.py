@@ -1,7 +1,7 @@
 """Ship a finished run, or export a shipped agent for rl-zoo3:
 
     python -m agents.pretrained name=<name> run=<run_dir> [command=...] [note=...]
-    python -m agents.pretrained export=<name> out=<folder> [exp_id=1]   # rl-zoo3's layout (agents.zoo.export)
+    python -m agents.pretrained export=<name> [out=outputs/zoo-agents] [exp_id=1]   # rl-zoo3's layout (agents.zoo.export)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def export_main(cfg) -> None:
     from agents.zoo.export import export_pretrained
 
     try:
-        print(export_pretrained(cfg.export, cfg.out, cfg.exp_id))
+        print(export_pretrained(cfg.export, cfg.out, cfg.exp_id, publish=cfg.publish))
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

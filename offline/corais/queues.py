@@ -2,8 +2,12 @@
 edge and the share of region edges with none, over reset seeds 0..199 at three scales (docs/modelling_choices.md,
 "CoRaiS-v1").
 
-    python -m offline.corais.queues                               # prints the table
-    python -m offline.corais.queues out=results/corais/queues.csv # and writes it
+    python -m offline.corais.queues                                # prints the table
+    python -m offline.corais.queues out=outputs/corais/queues.csv  # and writes it (git-ignored)
+
+A path of the clone's checked-in files needs ``publish=true`` (:func:`offline.provenance.check_output_path`):
+``publish=true out=results/corais/queues.csv`` refreshes the table docs/modelling_choices.md quotes. ``out`` is
+checked before anything is computed; a missing parent folder is made.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401  (registers the ids)
-from offline.provenance import check_writable_folder, parse_key_values
+from offline.provenance import check_output_path, check_writable_folder, parse_bool, parse_key_values
 from offline.runner import write_csv
 
 SCALES: tuple[tuple[int, int, int], ...] = ((10, 5, 100), (20, 10, 100), (50, 20, 400))
@@ -43,13 +47,16 @@ def queue_rows(scales: tuple[tuple[int, int, int], ...] = SCALES, seeds: range =
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = parse_key_values(list(sys.argv[1:] if argv is None else argv), {"out": "CSV file to write"})
+        args = parse_key_values(list(sys.argv[1:] if argv is None else argv),
+                                {"out": "CSV file to write", "publish": "true: out may be a checked-in file"})
+        publish = parse_bool("publish", args.get("publish", "false"))
         if "out" in args:
             out = Path(args["out"])
             if out.suffix != ".csv" or (out.exists() and not out.is_file()):
                 raise ValueError(f"out={args['out']!r} is invalid: expected a path ending in .csv (a file this "
                                  "command may replace)")
-            check_writable_folder("out", out.parent)
+            check_output_path(out, publish=publish)
+            check_writable_folder("out", out.parent)  # a missing parent folder is made (below), if it can be
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -58,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['env_id']} {row['scale']}: {row['backlog_per_edge']:.2f} backlog requests per edge, "
               f"{100 * row['edges_without_backlog']:.0f} % of edges with none")
     if "out" in args:
+        Path(args["out"]).parent.mkdir(parents=True, exist_ok=True)
         write_csv(args["out"], rows)
         print(f"wrote {args['out']}")
     return 0

@@ -204,22 +204,23 @@ def test_resume__exact_about_what_exists_no_pickles_one_row_per_step_and_no_roll
     with pytest.raises(ValueError, match=r"already reached step 300"):
         train.prepare_resume(compose_cfg([f"resume={run_dir}"]), overrides=[f"resume={run_dir}", "steps=300"])
 
-    # an older run's layout: the newest checkpoint (200) is behind model.zip (300) and eval.csv (300)
+    # an older run's layout: the newest checkpoint (200) is behind model.zip (300) and eval.csv (300); the resume
+    # continues from model.zip, the newest (issue 37: a newer model.zip is never discarded), rows up to 300 stay
     for name in ("model_300_steps.zip", "model_replay_buffer_300_steps.npz"):
         (run_dir / "checkpoints" / name).unlink()
     resume = [f"resume={run_dir}", "steps=400"]
     train.run(compose_cfg(resume), overrides=resume)
     steps = _eval_rows(run_dir / "eval.csv")
-    assert len(steps) == len(set(steps)) and steps == sorted(steps) and steps[-1] == 400
-    assert all(s > 200 for s in _eval_rows(run_dir / "eval.superseded.csv"))
+    assert len(steps) == len(set(steps)) and steps == sorted(steps) and steps[-1] == 400 and 300 in steps
+    assert not (run_dir / "eval.superseded.csv").exists()
     assert model_steps(run_dir / "model.zip") == 400
 
-    # resume again from 200 (drop the newer checkpoints), stopped early: model.zip (400) stays
+    # only the checkpoint at 200 left, stopped early: it continues from model.zip (400) and saves a newer one
     for path in (run_dir / "checkpoints").iterdir():
         if not path.name.endswith(("_200_steps.zip", "_200_steps.npz")):
             path.unlink()
-    code, output = interrupt_training([f"resume={run_dir}", "steps=100000"], marker="step 201:", signum=signal.SIGTERM)
+    code, output = interrupt_training([f"resume={run_dir}", "steps=100000"], marker="step 401:", signum=signal.SIGTERM)
     assert code == 143, output
-    assert "kept model.zip (step 400)" in output and model_steps(run_dir / "model.zip") == 400
+    assert "resuming from model.zip" in output and model_steps(run_dir / "model.zip") > 400
     steps = _eval_rows(run_dir / "eval.csv")
     assert len(steps) == len(set(steps))
