@@ -30,8 +30,12 @@ import numpy as np
 from gymnasium import spaces
 from omegaconf import OmegaConf
 
-from agents.registry import get_spec, import_path
+from agents.registry import get_spec
+from envs.allowlist import ALLOWED, ALLOWED_MODULES, NotAllowedError, allow, check_allowed, import_allowed
 from envs.problems import get_problem, load_attr, wrap
+
+__all__ = ["ALLOWED_CLASSES", "ModelFileError", "UnsafeFileError", "allow", "allowed_class", "load_run_config",
+           "load_run_policy", "load_sb3_model", "resolve_policy"]
 from offline import registry as offline_registry
 
 MODEL_FILE = "model.zip"
@@ -181,6 +185,26 @@ def expand_pretrained(spec: str) -> str:
     return _PRETRAINED_TOKEN.sub(folder, str(spec))
 
 
+def policy_label(spec: str) -> str:
+    """The name a table shows for ``spec``, the inverse of :func:`expand_pretrained`: every shipped agent's folder
+    in it (absolute, e.g. under site-packages, or relative to the working directory) becomes ``pretrained:<name>``
+    (``oinc=<folder>`` -> ``oinc=pretrained:<name>``, ``<folder>+dedas`` -> ``pretrained:<name>+dedas``); a
+    model file inside the folder keeps its file name (``pretrained:<name>/model.zip``)."""
+    text = str(spec)
+    if not PRETRAINED_DIR.is_dir():
+        return text
+    cwd = Path.cwd()
+    folders = [p for p in PRETRAINED_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+    for folder in sorted(folders, key=lambda p: -len(p.name)):
+        forms = {str(folder)}
+        if folder.is_relative_to(cwd):
+            forms.add(str(folder.relative_to(cwd)))
+        for form in sorted(forms, key=len, reverse=True):
+            pattern = re.compile(rf"(?<![\w./-]){re.escape(form)}(?![\w.-])")
+            text = pattern.sub(f"pretrained:{folder.name}", text)
+    return text
+
+
 class SB3ModelPolicy:
     """Wraps an SB3 model; deterministic (greedy) actions by default.
 
@@ -294,18 +318,78 @@ def load_run_config(run_dir: Path) -> Any:
     if not isinstance(env_id, str) or not OmegaConf.is_dict(algo) or not isinstance(algo.get("name"), str):
         raise ValueError(f"{config_file} is not a run configuration: expected a mapping with env.id and algo.name "
                          "(the config.yaml train.py saves)")
-    wrappers = cfg.env.get("wrappers") or []
-    for wrapper in (wrappers if OmegaConf.is_list(wrappers) or isinstance(wrappers, (list, tuple)) else [wrappers]):
-        module = str(wrapper).partition(":")[0]
-        if not module.startswith(RUN_WRAPPER_MODULES):  # a run folder's file never picks which module is imported
-            raise UnsafeFileError(f"refusing {config_file}: its env.wrappers entry {str(wrapper)!r} is not in a module "
-                                  f"this loader imports for a saved run (modules starting with {list(RUN_WRAPPER_MODULES)})")
+    check_config_names(cfg, str(config_file))
     return cfg
 
 
-#: the modules whose wrappers a saved run's config.yaml may name (importing any other module could run a file
-#: planted next to the run, e.g. ``runs/x/payload.py`` as ``runs.x.payload:W``)
-RUN_WRAPPER_MODULES: tuple[str, ...] = ("envs.", "offline.", "gymnasium.wrappers")
+def _as_list(value: Any) -> list[Any]:
+    if OmegaConf.is_list(value) or isinstance(value, (list, tuple)):
+        return list(value)
+    return [] if value is None else [value]
+
+
+def check_config_names(cfg: Any, file: str) -> None:
+    """Refuse (UnsafeFileError naming ``file`` and the key) a configuration whose env id is not one of the problem
+    registry's (``gym.make("module:UEC-v0")`` imports ``module``), or that names a class outside the allow-list
+    (:mod:`envs.allowlist`) in ``env.wrappers``, ``env.algo_wrappers`` or ``algo.policy_kwargs`` (``head``,
+    ``activation_fn``, ``*_class``, ``*_fn``, also inside ``env.algo_overrides``). Nothing is imported."""
+    from envs.problems import check_env_id
+
+    env = cfg.get("env") if OmegaConf.is_dict(cfg) else None
+    if OmegaConf.is_dict(env):
+        try:
+            check_env_id(env.get("id"), f"{file}: env.id")
+        except ValueError as err:
+            raise UnsafeFileError(f"refusing {err}") from None
+        for wrapper in _as_list(env.get("wrappers")):
+            check_allowed(wrapper, f"refusing {file}: its env.wrappers entry", UnsafeFileError)
+        algo_wrappers = env.get("algo_wrappers")
+        for algo, wrappers in (algo_wrappers.items() if OmegaConf.is_dict(algo_wrappers) else []):
+            for wrapper in _as_list(wrappers):
+                check_allowed(wrapper, f"refusing {file}: its env.algo_wrappers.{algo} entry", UnsafeFileError)
+        overrides = env.get("algo_overrides")
+        for algo, override in (overrides.items() if OmegaConf.is_dict(overrides) else []):
+            if OmegaConf.is_dict(override):
+                _check_policy_kwargs(override.get("policy_kwargs"), f"{file}: env.algo_overrides.{algo}")
+    algo = cfg.get("algo") if OmegaConf.is_dict(cfg) else None
+    if OmegaConf.is_dict(algo):
+        _check_policy_kwargs(algo.get("policy_kwargs"), f"{file}: algo")
+
+
+def _check_policy_kwargs(kwargs: Any, where: str) -> None:
+    if not (OmegaConf.is_dict(kwargs) or isinstance(kwargs, dict)):
+        return
+    for key, value in kwargs.items():
+        if (key == "head" or str(key).endswith(("_class", "_fn"))) and value is not None:
+            check_allowed(value, f"refusing {where}.policy_kwargs.{key}", UnsafeFileError)
+
+
+#: the allow-list's module entries (kept for compatibility: :mod:`envs.allowlist` is the one list now)
+RUN_WRAPPER_MODULES: tuple[str, ...] = tuple(sorted(ALLOWED_MODULES))
+
+
+def check_no_symlinks(folder: Path | str, key: str = "resume") -> None:
+    """Refuse (ValueError naming ``key``) a run folder that holds a symbolic link anywhere inside it: a resume
+    appends to its logs and replaces its checkpoints, and must never write through a link out of the folder."""
+    import os
+
+    folder = Path(folder)
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(root) / name
+            if path.is_symlink():
+                raise ValueError(f"{key}={folder} holds a symbolic link ({path} -> {os.readlink(path)}); a resume "
+                                 "writes only inside the run folder: replace the link by a copy of its target, or "
+                                 "resume a copy of the folder")
+
+
+def check_inside(folder: Path | str, path: Path | str, key: str = "run folder") -> Path:
+    """``path`` when its resolved location lies inside ``folder``'s (and it is not a symbolic link); ValueError
+    otherwise, so nothing is written through a link out of the folder."""
+    folder, path = Path(folder), Path(path)
+    if path.is_symlink() or not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"refusing to write {path}: it resolves to {path.resolve()}, outside the {key} {folder}")
+    return path
 
 
 def load_run_policy(
@@ -328,7 +412,7 @@ def load_run_policy(
     if spec.kind == "reference":
         return offline_registry.make_policy(str(cfg.env.id), str(cfg.algo.policy), env, **kwargs)
     if spec.kind == "custom":  # contract 5 loaders take the checkpoint (a model file inside the run) as a keyword
-        return import_path(str(spec.loader))(run_dir, env, **({"checkpoint": checkpoint} if checkpoint else {}),
+        return load_attr(str(spec.loader))(run_dir, env, **({"checkpoint": checkpoint} if checkpoint else {}),
                                              **kwargs)
     if kwargs:  # an SB3 model's greedy policy has no options: a misspelt or misplaced one must not pass silently
         raise ValueError(f"{run_dir} is a {spec.name} run, whose policy takes no keyword arguments; got {sorted(kwargs)}")
@@ -336,11 +420,60 @@ def load_run_policy(
     if not model_file.is_file():
         raise ValueError(f"{run_dir} has no {checkpoint or MODEL_FILE} (training interrupted before the first save?)")
     features = FeatureWrappers.missing_from(env, list(cfg.env.get("wrappers") or []))
-    observation_space = features.observation_space if features else env.observation_space
+    view = ObservationView.needed(env, dict(cfg.env.get("kwargs") or {}))
+    if features and view:
+        raise ValueError(f"{run_dir} was trained under env.wrappers and other observation settings than the env's: "
+                         f"play it on an env built from its config.yaml ({view.key}={view.mode})")
+    observation_space = (features or view).observation_space if (features or view) else env.observation_space
     model = load_sb3_model(model_file, spec.load_target(), observation_space=observation_space,
                            action_space=env.action_space, algo_cfg=cfg.algo, device=device)
     policy = SB3ModelPolicy(model, name=f"{spec.name}:{run_dir.name}", deterministic=deterministic)
-    return features.around(policy) if features else policy
+    return (features or view).around(policy) if (features or view) else policy
+
+
+class ObservationView:
+    """A run's observation settings, applied by its policy when the env it plays was built with others.
+
+    OINC's ``observation`` (``paper`` / ``extended``) changes only what the env shows a learner, never the
+    dynamics: the shipped ``pretrained:oinc-v0-sacd`` was trained on ``extended``, and a user's
+    ``gym.make("OINC-v0")`` shows ``paper``. An env that can show another mode (``observation_as(mode)`` and
+    ``observation_space_as(mode)`` on its unwrapped env) lets the policy compute its own observation at each step;
+    any other mismatch is left to the model's space check (a clear ModelFileError)."""
+
+    key = "observation"
+
+    def __init__(self, mode: str, observation_space: Any) -> None:
+        self.mode = mode
+        self.observation_space = observation_space
+        self._env: Any = None
+
+    @classmethod
+    def needed(cls, env: gym.Env, run_kwargs: dict[str, Any]) -> ObservationView | None:
+        """None when ``env`` shows the run's observation (or the run names none); else the view."""
+        wanted, played = run_kwargs.get(cls.key), getattr(env.unwrapped, "observation_mode", None)
+        if wanted is None or played is None or str(wanted) == str(played):
+            return None
+        if not hasattr(env.unwrapped, "observation_as"):
+            raise ValueError(f"the run was trained with env.kwargs.{cls.key}={wanted}, the env shows {played}: "
+                             f"play it on an env built with {cls.key}={wanted}")
+        return cls(str(wanted), env.unwrapped.observation_space_as(str(wanted)))
+
+    def around(self, policy: Any) -> Any:
+        outer = self
+
+        class WithObservation:
+            name = policy.name
+
+            def reset(self, env: gym.Env, seed: int | None = None) -> None:
+                outer._env = env.unwrapped
+                policy.reset(env, seed)
+
+            def act(self, obs: Any, info: dict[str, Any]) -> Any:
+                if outer._env is None:
+                    raise RuntimeError("reset the policy on its env before act (Policy protocol)")
+                return policy.act(outer._env.observation_as(outer.mode), info)
+
+        return WithObservation()
 
 
 class FeatureWrappers:
@@ -368,7 +501,7 @@ class FeatureWrappers:
             layer = layer.env
         if all(str(p) in present for p in paths):
             return None
-        classes = [load_attr(str(p)) for p in paths]
+        classes = [import_allowed(str(p), "env.wrappers entry", UnsafeFileError) for p in paths]
         if not all(hasattr(c, "observation_for") for c in classes):
             raise ValueError(f"the run was trained under env.wrappers={[str(p) for p in paths]}: play it on an env "
                              "with those wrappers (envs.problems.make(id, kwargs, wrappers))")
@@ -414,8 +547,9 @@ class ModelFileError(ValueError):
     """A model, checkpoint or replay-buffer file the project cannot load: missing, truncated or damaged."""
 
 
-class UnsafeFileError(ModelFileError):
-    """A file that would need code to load (a pickled object): refused, and nothing in it is run."""
+class UnsafeFileError(ModelFileError, NotAllowedError):
+    """A file that would need code to load (a pickled object) or names a class outside the allow-list
+    (:mod:`envs.allowlist`): refused, and nothing in it is run or imported."""
 
 
 #: ``:serialized:`` (pickled) entries of an SB3 model's ``data`` that :func:`load_sb3_model` rebuilds itself; the
@@ -443,17 +577,9 @@ REBUILT_ENTRIES: dict[str, str] = {
     "critic_parameters": "views rebuilt by _setup_model",
     "critic_target_parameters": "views rebuilt by _setup_model",
 }
-#: Classes a model's ``policy_kwargs`` may name (``*_class``, ``*_fn``, ``head``); nothing else is imported.
-ALLOWED_CLASSES: set[str] = {
-    "agents.aset.extractor.TimeConvExtractor",
-    "agents.uec.sac_head.UECActionScorer",
-    "stable_baselines3.common.torch_layers.FlattenExtractor",
-    "stable_baselines3.common.torch_layers.CombinedExtractor",
-    "stable_baselines3.common.torch_layers.NatureCNN",
-    *(f"torch.nn.modules.activation.{n}" for n in ("ReLU", "Tanh", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid")),
-    "torch.nn.modules.linear.Identity",
-    *(f"torch.optim.{m}.{n}" for m, n in (("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"), ("sgd", "SGD"))),
-}
+#: Classes a model's ``policy_kwargs`` may name: the one allow-list, :data:`envs.allowlist.ALLOWED` (the same set
+#: object; extend it with :func:`envs.allowlist.allow`, re-exported here as :func:`allow`).
+ALLOWED_CLASSES: set[str] = ALLOWED
 _BUFFER_MODULES = ("stable_baselines3.common.buffers", "sb3_contrib.common.maskable.buffers")
 _CLASS_REPR = re.compile(r"^<class '([A-Za-z_][\w.]*)'>$")
 _CONSTANT = re.compile(r"ConstantSchedule\(val=([-+0-9.eE]+|inf|nan)\)")
@@ -465,19 +591,9 @@ def _is_pickled(value: Any) -> bool:
 
 
 def allowed_class(name: Any, where: str) -> type:
-    """The class ``name`` (``pkg.mod.Class``, ``pkg.mod:Class``, ``<class '...'>`` or a class) if it is in
-    :data:`ALLOWED_CLASSES`; UnsafeFileError otherwise (nothing is imported)."""
-    if isinstance(name, type):
-        path = f"{name.__module__}.{name.__qualname__}"
-    else:
-        text = str(name)
-        match = _CLASS_REPR.match(text)
-        path = (match.group(1) if match else text).replace(":", ".")
-    if path not in ALLOWED_CLASSES:
-        raise UnsafeFileError(f"{where}={str(name)!r} is not a class this loader accepts; allowed: {sorted(ALLOWED_CLASSES)} "
-                              "(agents.loading.ALLOWED_CLASSES)")
-    module, _, attr = path.rpartition(".")
-    return getattr(importlib.import_module(module), attr)
+    """The class ``name`` (``pkg.mod.Class``, ``pkg.mod:Class``, ``<class '...'>`` or a class) if the allow-list
+    (:mod:`envs.allowlist`) accepts it; UnsafeFileError otherwise (nothing is imported)."""
+    return import_allowed(name, where, UnsafeFileError)
 
 
 def _safe_policy_kwargs(value: Any, file: str) -> dict[str, Any]:

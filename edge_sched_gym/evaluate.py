@@ -55,7 +55,7 @@ from agents.loading import (
 from agents.registry import SEED, check_env_kwargs, check_writable_folder
 from edge_sched_gym import CONF_DIR
 from envs.problems import get_problem
-from offline.runner import EvaluationHook, evaluate, get_hook
+from offline.runner import EvaluationHook, evaluate, get_hook, label_policies
 
 #: Used where a problem's hook does not say (its ``default_evaluation``).
 FALLBACK_EVALUATION: dict[str, Any] = {"instances": 1, "episodes": 5}
@@ -180,7 +180,8 @@ def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
         wrappers=s["wrappers"],
         **s["evaluation_kwargs"],
     )
-    write_csv(out_dir / "summary.csv", rows)
+    labelled = label_policies(rows, out_dir, s["hook"])  # pretrained:<name>, run folders relative to the cwd
+    write_csv(out_dir / "summary.csv", labelled)
     hook = s["hook"]
     if hook.score_metric is not None:  # trained runs among the policies: rliable's IQM against the best baseline
         from agents.compare import learner_table, write_learner_table
@@ -192,7 +193,7 @@ def evaluate_once(cfg: DictConfig, out_dir: Path) -> list[dict]:
                                                        "best_baseline", "metric")} for r in table]), flush=True)
     if cfg.get("render"):
         save_pictures(s, out_dir)
-    return rows
+    return labelled
 
 
 def save_pictures(settings: dict[str, Any], out_dir: Path) -> None:

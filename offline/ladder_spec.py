@@ -9,7 +9,8 @@ episode with the instance seed and the reset seed the runner used.
 
 A tuned heuristic declares a :class:`TuningSpec`; ``python -m offline.tuning env=<id>`` tunes it with Optuna
 on :func:`offline.partition.tuning_set` and, with ``publish=true``, writes the values to the problem's
-``offline/<p>/tuned.yaml``, which the policy reads by default (:func:`tuned_params`).
+``offline/<p>/tuned.yaml``, which the policy reads by default (:func:`tuned_params`) wherever its name is
+played: a ladder spec passes no tuned values of its own.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class LadderSpec:
     #: env kwargs of every ladder run; the hook's options (``evaluation_kwargs``) and per-policy kwargs
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     evaluation_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    #: never tuned values: a tuned policy reads its tuned.yaml by default wherever its name is played
+    #: (make_policy, evaluate.py, the ladder, score), so the ladder plays what a user gets from the name
     policy_kwargs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: other per-episode columns whose means the ladder reports (e.g. OINC's SLO hit rate)
     extra_columns: tuple[str, ...] = ()
@@ -139,16 +142,51 @@ def tuned_path(package_dir: Path | str) -> Path:
 
 
 def tuned_params(package_dir: Path | str, policy: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """The tuned parameters of ``policy`` from ``<package_dir>/tuned.yaml`` (keys of ``defaults`` only),
-    falling back to ``defaults`` where the file or the policy's entry is missing. ``yaml.safe_load``: the
-    file holds plain values only."""
+    """The tuned parameters of ``policy`` from ``<package_dir>/tuned.yaml`` over ``defaults``.
+
+    A missing file or a missing entry for ``policy`` means the defaults (an untuned policy). Anything else that is
+    wrong raises ValueError naming the file: YAML that does not parse (tags included: ``yaml.safe_load``, plain
+    values only), a top level or an entry that is not a mapping, ``params`` that is not a mapping, a parameter
+    ``defaults`` does not have, or a value whose type differs from its default's (ints are accepted for floats),
+    so a garbled file never silently plays the defaults."""
     path = tuned_path(package_dir)
     values = dict(defaults)
-    if path.is_file():
-        data = yaml.safe_load(path.read_text()) or {}
-        entry = (data.get(policy) or {}).get("params") or {}
-        unknown = sorted(set(entry) - set(defaults))
-        if unknown:
-            raise ValueError(f"{path}: {policy} has unknown parameters {unknown}; valid: {sorted(defaults)}")
-        values.update(entry)
+    if not path.is_file():
+        return values
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path} is not valid YAML (plain values only, no tags): {err}") from None
+    if data is None:
+        return values
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of policy name -> {{params: ...}}, got {type(data).__name__}")
+    if policy not in data:
+        return values
+    entry = data[policy]
+    if not isinstance(entry, dict) or "params" not in entry:
+        raise ValueError(f"{path}: the entry of {policy} must be a mapping with a 'params' mapping, got {entry!r}")
+    params = entry["params"]
+    if not isinstance(params, dict):
+        raise ValueError(f"{path}: {policy}.params must be a mapping of parameter -> value, got {params!r}")
+    unknown = sorted(set(params) - set(defaults), key=str)
+    if unknown:
+        raise ValueError(f"{path}: {policy} has unknown parameters {unknown}; valid: {sorted(defaults)}")
+    for key, value in params.items():
+        if not _same_type(value, defaults[key]):
+            raise ValueError(f"{path}: {policy}.params.{key}={value!r} has the wrong type: expected "
+                             f"{type(defaults[key]).__name__} like its default {defaults[key]!r}")
+    values.update(params)
     return values
+
+
+def _same_type(value: Any, default: Any) -> bool:
+    """``value`` may replace ``default``: same plain type (an int for a float; None defaults accept a number or a
+    string; bools are not numbers)."""
+    if default is None:
+        return value is None or (isinstance(value, (int, float, str)) and not isinstance(value, bool))
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return type(value) is type(default)

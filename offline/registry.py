@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,16 +47,24 @@ def register_policy(env_id: str, name: str) -> Callable[[PolicyFactory], PolicyF
 #: ``resolve(env_id, name, env, **kwargs) -> Policy`` for names outside the table, as "module:function" strings imported
 #: on demand, tried in order; each raises ValueError for a name it does not know. ``lister`` gives the names it
 #: accepts for an env (the forms it also accepts, run folders and prefixes, are described in its error message).
+#: ``labeller(name) -> str`` gives the name tables show for a name it resolves (``pretrained:<name>`` for a shipped
+#: agent's folder, wherever it is installed).
 RESOLVERS: list[dict[str, str]] = [
-    {"resolve": "agents.loading:resolve_policy", "lister": "agents.loading:available_policies"},
+    {"resolve": "agents.loading:resolve_policy", "lister": "agents.loading:available_policies",
+     "labeller": "agents.loading:policy_label"},
 ]
 
 
-def register_resolver(resolve: str, lister: str | None = None) -> None:
-    """Add a resolver (``"module:function"``; ``lister`` the same for its names) after the built-in ones."""
-    entry = {"resolve": resolve, **({"lister": lister} if lister else {})}
-    if entry not in RESOLVERS:
+def register_resolver(resolve: str, lister: str | None = None, labeller: str | None = None) -> None:
+    """Add a resolver (``"module:function"``; ``lister`` and ``labeller`` the same for its names and its table
+    labels) after the built-in ones."""
+    entry = {"resolve": resolve, **({"lister": lister} if lister else {}), **({"labeller": labeller} if labeller else {})}
+    known = next((e for e in RESOLVERS if e["resolve"] == resolve), None)
+    if known is None:
         RESOLVERS.append(entry)
+    else:  # the same resolver again: idempotent, adding only what it did not name
+        for key, value in entry.items():
+            known.setdefault(key, value)
 
 
 def _resolvers(key: str) -> list[Callable[..., Any]]:
@@ -89,6 +98,23 @@ def available_policies(env_id: str, learned: bool = False) -> list[str]:
         for lister in _resolvers("lister"):
             names.update(lister(env_id))
     return sorted(names)
+
+
+def policy_label(name: str | Path) -> str:
+    """The name an evaluation table or CSV row shows for the policy ``name``: a shipped agent as
+    ``pretrained:<name>`` (the resolvers' labellers), a path inside the working directory relative to it (a run
+    folder given as an absolute path), anything else unchanged. Pure naming: what is played does not change."""
+    text = str(name)
+    for labeller in _resolvers("labeller"):
+        text = labeller(text)
+    cwd = Path.cwd()
+    parts = []
+    for token in re.split(r"([=+:])", text):  # the tokens of ``oinc=<run>``, ``<run>+aret``, ``zeroed-obs:<run>``
+        path = Path(token)
+        if path.is_absolute() and path.exists() and path.resolve().is_relative_to(cwd.resolve()):
+            token = str(path.resolve().relative_to(cwd.resolve())) or "."
+        parts.append(token)
+    return "".join(parts)
 
 
 def make_policy(env_id: str, name: str | Path, env: gym.Env, **kwargs: Any) -> Policy:

@@ -44,7 +44,7 @@ import numpy as np
 
 from envs.problems import get_problem, load_attr, wrap
 from offline.protocol import EpisodeResult, Policy, episode_seed, run_episode
-from offline.registry import make_policy
+from offline.registry import make_policy, policy_label
 from offline.stats import mean_ci95
 
 __all__ = ["Entry", "EvaluationHook", "Resolver", "Run", "evaluate", "get_hook", "read_csv", "write_csv"]
@@ -364,6 +364,34 @@ def evaluate(
         write_csv(run.out_dir / hook.episodes_csv, records)
     rows = hook.summary_rows(run, records)
     return hook.finish(run, rows, records)
+
+
+def label_policies(rows: list[dict[str, Any]], out_dir: Path | str | None = None,
+                   hook: EvaluationHook | None = None) -> list[dict[str, Any]]:
+    """``rows`` with every policy as tables show it (:func:`offline.registry.policy_label`: a shipped agent
+    ``pretrained:<name>``, a run folder relative to the working directory), in ``"policy"`` and in any other cell
+    that names a path (OINC's ``inference``); with ``out_dir`` and ``hook``, the hook's per-episode CSV there is
+    rewritten the same way. For what people read (evaluate.py's tables and CSVs): :func:`evaluate` itself names
+    rows by the names it was given, which its callers (the ladder, tuning, score) match its rows by."""
+    labels: dict[str, str] = {}
+
+    def label(row: dict[str, Any]) -> dict[str, Any]:
+        out = dict(row)
+        for key, value in row.items():
+            if isinstance(value, str) and (key == "policy" or "/" in value or "\\" in value):
+                if value not in labels:
+                    labels[value] = policy_label(value)
+                out[key] = labels[value]
+        return out
+
+    labelled = [label(row) for row in rows]
+    if out_dir is not None and hook is not None and hook.episodes_csv:
+        path = Path(out_dir) / hook.episodes_csv
+        if path.is_file():
+            with open(path, newline="") as handle:
+                records = list(csv.DictReader(handle))
+            write_csv(path, [label(r) for r in records])
+    return labelled
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

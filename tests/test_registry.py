@@ -74,3 +74,15 @@ def test_registry__resolvers_are_named_not_imported() -> None:
     assert registry.RESOLVERS[0]["resolve"] == "agents.loading:resolve_policy"
     registry.register_resolver("agents.loading:resolve_policy", "agents.loading:available_policies")
     assert len(registry.RESOLVERS) == 1  # idempotent
+
+
+def test_registry__labeller_names_table_rows_and_registration_stays_idempotent(monkeypatch) -> None:
+    """The built-in resolver names its labeller; registering the same resolver again adds only missing keys, and
+    policy_label goes through every labeller (a third party's too)."""
+    assert registry.RESOLVERS[0]["labeller"] == "agents.loading:policy_label"
+    monkeypatch.setattr(registry, "RESOLVERS", [dict(e) for e in registry.RESOLVERS])
+    registry.register_resolver("agents.loading:resolve_policy")
+    assert len(registry.RESOLVERS) == 1 and registry.RESOLVERS[0]["labeller"] == "agents.loading:policy_label"
+    registry.register_resolver("json:loads", labeller="builtins:str")
+    assert len(registry.RESOLVERS) == 2 and registry.RESOLVERS[1] == {"resolve": "json:loads", "labeller": "builtins:str"}
+    assert registry.policy_label("lp_bid_price") == "lp_bid_price"

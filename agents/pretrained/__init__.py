@@ -59,6 +59,12 @@ def expand(spec: str) -> str:
     return loading.expand_pretrained(spec)
 
 
+def label(spec: str) -> str:
+    """The inverse of :func:`expand`: every shipped agent's folder in ``spec`` as ``pretrained:<name>``, the name
+    evaluation tables show wherever the package is installed."""
+    return loading.policy_label(spec)
+
+
 def load(name: str, env: gym.Env, **kwargs: Any) -> Any:
     """The shipped agent ``name`` as a Policy for ``env`` (greedy actions; see agents.loading.load_run_policy)."""
     folder = path(name)
@@ -105,6 +111,23 @@ def slim_model(source: Path, target: Path, algo: str) -> None:
             out.writestr(item.filename, payload)
 
 
+#: a shipped agent's name: a plain identifier (lower case, digits, '_', '.', '-'; no '..')
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def shipped_folder(name: str) -> Path:
+    """``agents/pretrained/<name>``, for a plain identifier ``name`` (:data:`NAME`) whose resolved path lies strictly
+    inside agents/pretrained/ (``.``, ``..``, ``a/b`` and links out are refused: ship deletes that folder)."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"name={name!r} is invalid: expected a plain identifier (lower-case letters, digits, '_', '.' "
+                         "and '-', starting with a letter or digit, no '..'), e.g. uec-v0-sac")
+    root = loading.PRETRAINED_DIR.resolve()
+    target = loading.PRETRAINED_DIR / name
+    if target.resolve().parent != root or target.is_symlink():
+        raise ValueError(f"name={name!r} is invalid: {target} does not resolve to a folder directly inside {root}")
+    return target
+
+
 @dataclass
 class ShipConfig:
     name: str = ""  # folder name under agents/pretrained/, e.g. uec-v0-sac
@@ -121,22 +144,20 @@ def ship(cfg: ShipConfig) -> Path:
     import subprocess
     from datetime import datetime, timezone
 
-    from omegaconf import OmegaConf
-
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", cfg.name or ""):
-        raise ValueError(f"name={cfg.name!r} is invalid: letters, digits, '.', '_' and '-' only")
+    target = shipped_folder(cfg.name)
     run = Path(cfg.run)
     if not (run / "config.yaml").is_file():
         raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and {cfg.model})")
-    config = OmegaConf.load(run / "config.yaml")
+    config = loading.load_run_config(run)  # env id of the problem registry, allow-listed classes only
     algo = str(config.algo.name)
     custom = loading.get_spec(config.algo).kind == "custom"  # a custom trainer's model.pt: tensors only, copied
     if custom and not cfg.model.endswith(".pt"):
         raise ValueError(f"model={cfg.model!r} is invalid for algo {algo}: its runs save a .pt file (e.g. model.pt)")
     if not (run / cfg.model).is_file():
         raise ValueError(f"run={cfg.run!r} is not a finished training run (needs config.yaml and {cfg.model})")
-    target = loading.PRETRAINED_DIR / cfg.name
-    if target.exists():
+    if target.exists():  # replaced: a folder strictly inside agents/pretrained/ (shipped_folder), never a link
+        if not target.is_dir():
+            raise ValueError(f"name={cfg.name!r}: {target} is not a shipped agent's folder; remove it by hand")
         shutil.rmtree(target)
     target.mkdir(parents=True)
     try:

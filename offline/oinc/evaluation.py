@@ -12,6 +12,7 @@ instance, with the pair's retraining controller); episode e of instance n is res
 ``offline.protocol.episode_seed(seed, n, e)`` for every pair. A pair's ``policy_kwargs`` whose keys are in
 ``CONTROLLER_KWARGS`` (``retraining_share``) configure that pair's controller (its env), the others go to
 the inference policy's factory, so a tuned retraining share belongs to one pair and not to the whole run.
+A tuned pair (``offline.oinc.heuristics.TUNED_PAIRS``) gets its tuned values by default (``pair_defaults``).
 Files: ``oinc_episodes.csv`` (one row per episode), with ``slo_weighted_sum`` (:func:`slo_weighted_sum`,
 the ladder's metric) and ``jobs_total`` beside the Table II metrics.
 """
@@ -29,6 +30,7 @@ import numpy as np
 
 from envs.oinc.env import OINCEnv
 from envs.oinc.retraining import CONTROLLERS
+from offline.oinc.heuristics import pair_defaults
 from offline.oinc.policies import ENV_ID, INFERENCE_POLICIES
 from offline.protocol import episode_seed, run_episode
 from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy
@@ -221,7 +223,7 @@ class OINCHook(EvaluationHook):
         entries: dict[str, Entry] = {}
         for name in run.policies:
             label, controller, inference, note = resolve_pair(name, run.options["model"], run.state["default_controller"])
-            kwargs = dict(run.policy_kwargs.get(label, {}))
+            kwargs = {**pair_defaults(label), **run.policy_kwargs.get(label, {})}  # tuned unless overridden
             controller_kwargs = {key: kwargs.pop(key) for key in CONTROLLER_KWARGS if key in kwargs}
             if inference is not None and is_trained(inference) and "+" not in name:
                 trained = trained_env_kwargs(inference)  # the share the run was trained beside, when it names one

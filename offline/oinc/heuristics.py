@@ -10,7 +10,8 @@ larger share before the hit rate falls below the ladder's threshold.
 
 The ladder's rung-3 pair is ``slo_liu+<controller>`` (``PAIR``) with a tuned ``retraining_share`` (the
 controller's share, routed to the pair's env by ``offline.oinc.evaluation``) and a tuned ``slo_margin``; both
-are read from ``offline/oinc/tuned.yaml`` (``tuned_pair_kwargs``). The policy reads ``env.unwrapped.instance``,
+are read from ``offline/oinc/tuned.yaml`` (``tuned_pair_kwargs``) by default wherever the pair's name is played
+(``pair_defaults``; explicit kwargs override them). The policy reads ``env.unwrapped.instance``,
 the current tasks and f_j^t, and acts only through ``env.step``.
 """
 
@@ -28,7 +29,8 @@ from offline.oinc.policies import ENV_ID, LiuPolicy
 from offline.oinc.slot import current_slot, slot_rewards
 from offline.registry import register_policy
 
-__all__ = ["DEFAULTS", "LS_PAIR", "PAIR", "SloLiuLocalSearchPolicy", "SloLiuPolicy", "tuned_pair_kwargs"]
+__all__ = ["DEFAULTS", "LS_PAIR", "PAIR", "TUNED_PAIRS", "SloLiuLocalSearchPolicy", "SloLiuPolicy", "pair_defaults",
+           "tuned_pair_kwargs"]
 
 #: The rung-3 pair (inference policy + retraining controller), the name ``offline.oinc.evaluation`` accepts.
 PAIR = "slo_liu+ekya"
@@ -45,6 +47,17 @@ def tuned_pair_kwargs(pair: str = PAIR) -> dict[str, Any]:
     folder = Path(__file__).parent
     base = tuned_params(folder, PAIR, DEFAULTS)
     return base if pair == PAIR else tuned_params(folder, pair, base)
+
+
+#: The pairs with tuned values (each a ``TuningSpec`` of ``offline.oinc.ladder``).
+TUNED_PAIRS = (PAIR, LS_PAIR)
+
+
+def pair_defaults(label: str) -> dict[str, Any]:
+    """The default kwargs of the pair ``label`` wherever it is played (evaluate.py, the ladder, tuning, score):
+    its tuned values for a pair of ``TUNED_PAIRS``, else none. Explicit kwargs override them, so the name
+    ``slo_liu+ekya`` means one policy (its tuned retraining share and margin) everywhere."""
+    return tuned_pair_kwargs(label) if label in TUNED_PAIRS else {}
 
 
 class SloLiuPolicy(LiuPolicy):

@@ -21,7 +21,7 @@ from typing import Any
 
 from offline.ladder_spec import LadderSpec, TuningSpec
 from offline.oinc.bounds import BOUND_NAMES, episode_bounds
-from offline.oinc.heuristics import LS_PAIR, PAIR, tuned_pair_kwargs
+from offline.oinc.heuristics import LS_PAIR, PAIR
 from offline.oinc.policies import ENV_ID
 
 #: The paper's Table II pairs that run without a trained agent (``oinc`` itself is a learner).
@@ -59,7 +59,7 @@ SPEC = LadderSpec(
         "slo_weighted_sum_bound": "proven lower bound on the metric: the same LP with the SLO hits' compute and "
                                   "the hit-rate penalty priced in",
     },
-    policy_kwargs={PAIR: tuned_pair_kwargs(), LS_PAIR: tuned_pair_kwargs(LS_PAIR)},
+    # the tuned pairs read offline/oinc/tuned.yaml by default wherever they are played (heuristics.pair_defaults)
     # the shipped SAC-D (pretrained:oinc-v0-sacd) reads the extended observation; it changes only what the env
     # shows a learner, never the dynamics, so every rung plays the same episodes
     env_kwargs={"observation": "extended"},

@@ -81,7 +81,9 @@ def test_oinc_ladder__tuned_pair_reads_tuned_yaml() -> None:
     data = yaml.safe_load((PACKAGE / "tuned.yaml").read_text())
     tuned = data[heuristics.PAIR]["params"]
     assert tuned_params(PACKAGE, heuristics.PAIR, heuristics.DEFAULTS) == {**heuristics.DEFAULTS, **tuned}
-    assert dict(SPEC.policy_kwargs[heuristics.PAIR]) == {**heuristics.DEFAULTS, **tuned}
+    # one path: the pair's name carries its tuned values wherever it is played, not the ladder spec's kwargs
+    assert heuristics.pair_defaults(heuristics.PAIR) == {**heuristics.DEFAULTS, **tuned}
+    assert heuristics.PAIR not in SPEC.policy_kwargs
     env = OINCEnv(scenario="tiny")
     assert make_policy(ENV_ID, "slo_liu", env).slo_margin == pytest.approx(tuned["slo_margin"])
     assert make_policy(ENV_ID, "slo_liu", env, slo_margin=0.5).slo_margin == 0.5
