@@ -19,7 +19,9 @@ from envs.aset.dynamics import (
     simulate_window,
 )
 from envs.aset.generator import TOPOLOGIES, V1_DEFAULTS, Scenario, build_instance
-from envs.aset.types import POLICY_NAMES, Instance, State
+from envs.aset.types import CLUSTER_TIERS, POLICY_NAMES, Instance, State
+from envs.common import instance_io
+from envs.common.instance_io import InstanceSchema, check_array
 from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import (
     check_bool,
@@ -117,6 +119,8 @@ class ASETEnv(gym.Env):
     - ``resample_instance``: a new instance every reset (from the ``instance_seed`` stream).
     - ``horizon``: windows per episode, in [1, 100000]; ``theta``: termination threshold, in [0, 1].
     - ``obs_layout``: "flat" (default) or "2d" (see Observation Space).
+    - ``instance_file``: path of an instance file (``env.unwrapped.export_instance(path)`` writes one; schema in
+      docs/envs/aset.md): the env plays that instance at every reset (``topology`` is then unused).
 
     ## Version History
     - v0: initial version. Later, without a new id (no default and no valid call changes): ``instance_seed=None``
@@ -145,6 +149,7 @@ class ASETEnv(gym.Env):
         theta: float = 0.5,
         obs_layout: str = "flat",
         render_mode: str | None = None,
+        instance_file: str | None = None,
     ) -> None:
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         #: Per-window record for render() (policy, outcome fractions, load); only when rendering.
@@ -165,6 +170,12 @@ class ASETEnv(gym.Env):
             "instance_seed": instance_seed, "resample_instance": resample_instance, "horizon": horizon,
             "theta": theta, "obs_layout": obs_layout,
         }
+        if instance_file is not None:
+            self.init_kwargs["instance_file"] = instance_file
+            if resample_instance:
+                raise ValueError("resample_instance=True is invalid with instance_file: the env plays the file's "
+                                 "instance")
+        self.instance_file = instance_file
         self.scenario = Scenario.from_overrides(lam, scenario_overrides, self.scenario_defaults)
         self.horizon = int(horizon)
         self.theta = float(theta)
@@ -173,7 +184,10 @@ class ASETEnv(gym.Env):
         # instance_seed=None: every reset draws the instance from np_random; until the first reset the env
         # holds the instance of seed 0 (the spaces depend on the topology only)
         self._instance_rng = np.random.default_rng(0 if instance_seed is None else instance_seed)
-        self.instance: Instance = build_instance(topology, self.scenario, self._instance_rng)
+        self.instance: Instance = (
+            build_instance(topology, self.scenario, self._instance_rng) if instance_file is None
+            else instance_io.load_instance(self.env_id, instance_file)  # the user's instance: topology is unused
+        )
         self.action_space = spaces.Discrete(len(POLICY_NAMES))
         n_rows = WORKER_FEATURES * self.instance.num_workers + NUM_CLASS_BINS
         shape = (n_rows, self.instance.sub_windows)
@@ -186,6 +200,11 @@ class ASETEnv(gym.Env):
         self._arrival_rng = np.random.default_rng(0)
         self._choice_rng = np.random.default_rng(1)
         self._needs_reset = True
+
+    def export_instance(self, path: str) -> str:
+        """Write the current instance to ``path`` (``.yaml``/``.yml``/``.json``) for ``instance_file=`` or
+        ``envs.aset.load_instance``; the schema is in docs/envs/aset.md ("Your own instance")."""
+        return str(instance_io.export_instance(self.instance, instance_io.env_id_of(self, self.env_id), path))
 
     # ------------------------------------------------------------------------------ gymnasium API
     def reset(
@@ -202,7 +221,7 @@ class ASETEnv(gym.Env):
                     f"{self.instance.num_workers} workers, or None"
                 )
             self.instance = inst
-        elif self.instance_seed is None:
+        elif self.instance_seed is None and self.instance_file is None:
             self.instance = build_instance(self.topology, self.scenario, self.np_random)
         elif resample or self.resample_instance:
             self.instance = build_instance(self.topology, self.scenario, self._instance_rng)
@@ -320,3 +339,60 @@ class ASETEnvV1(ASETEnv):
 
     env_id: ClassVar[str] = "ASET-v1"
     scenario_defaults: ClassVar[dict[str, Any]] = dict(V1_DEFAULTS)
+
+
+def _instance_from_file(fields: dict) -> Instance:
+    """Assemble an ASET Instance read from an instance file: check it, then recompute the scheduler x worker tables
+    (``*_sw``) and ``worker_capacity_qps`` exactly as ``generator.build_instance`` does. The workload scalars are
+    checked by the generator's own ``Scenario.validate`` (the same ranges as a generated instance)."""
+    names, variants = fields["cluster_names"], fields["variant_names"]
+    if len(fields["cluster_tiers"]) != len(names):
+        raise ValueError(f"field cluster_tiers has {len(fields['cluster_tiers'])} entries: expected one per "
+                         f"cluster ({len(names)})")
+    for tier in fields["cluster_tiers"]:
+        check_choice("field cluster_tiers entry", tier, CLUSTER_TIERS)
+    workers = check_array("worker_cluster", fields["worker_cluster"], (None,), low=0, high=len(names) - 1).shape[0]
+    if workers < 1:
+        raise ValueError("field worker_cluster is empty: expected at least one worker")
+    check_array("worker_variant", fields["worker_variant"], (workers,), low=0, high=len(variants) - 1)
+    check_array("worker_replicas", fields["worker_replicas"], (workers,), low=1)
+    check_array("replica_capacity_qps", fields["replica_capacity_qps"], (workers,), positive=True)
+    check_array("worker_delay_ms", fields["worker_delay_ms"], (workers,), nonnegative=True)
+    check_array("worker_accuracy", fields["worker_accuracy"], (workers,), low=0.0, high=1.0)
+    schedulers = check_array("delay_ms", fields["delay_ms"], (None, len(names)), nonnegative=True).shape[0]
+    if schedulers < 1:
+        raise ValueError("field delay_ms has 0 rows: expected (S, N) with S >= 1 schedulers (antennas)")
+    check_array("sigma_ms", fields["sigma_ms"], (schedulers, len(names)), nonnegative=True)
+    check_array("rate_phase", fields["rate_phase"], (schedulers,))
+    apps = len(fields["app_names"])
+    check_array("app_latency_ms", fields["app_latency_ms"], (apps,), positive=True)
+    probs = check_array("app_probs", fields["app_probs"], (schedulers, apps), low=0.0, high=1.0)
+    if apps < 1 or not np.allclose(probs.sum(axis=1), 1.0, atol=1e-9):
+        raise ValueError("field app_probs is invalid: expected each antenna's row to sum to 1 (an application mix)")
+    check_array("fps_choices", fields["fps_choices"], (None,))
+    check_array("accuracy_choices", fields["accuracy_choices"], (None,))
+    scenario_fields = ("lam", "rate_variation", "rate_period_windows", "fps_choices", "frame_kb", "accuracy_choices",
+                       "uplink_mbps", "mean_lifetime_s", "access_delay_ms", "queueing", "service_headroom",
+                       "window_s", "sub_windows")
+    Scenario(**{name: (tuple(fields[name].tolist()) if isinstance(fields[name], np.ndarray) else fields[name])
+                for name in scenario_fields}).validate()
+    d_sw = fields["delay_ms"][:, fields["worker_cluster"]]
+    s_sw = fields["sigma_ms"][:, fields["worker_cluster"]]
+    net_key = d_sw + 2.0 * s_sw
+    return Instance(
+        **fields,
+        worker_capacity_qps=fields["worker_replicas"] * fields["replica_capacity_qps"],
+        net_key_sw=net_key,
+        e2e_key_sw=2.0 * net_key + fields["worker_delay_ms"][None, :],
+        rtt_ms_sw=2.0 * d_sw,
+        jitter_sd_ms_sw=2.0 * s_sw,
+    )
+
+
+#: How an ASET Instance is written to and read from an instance file (``envs.common.instance_io``).
+INSTANCE_SCHEMA = InstanceSchema(
+    cls=Instance,
+    build=_instance_from_file,
+    dtypes={"worker_cluster": "int64", "worker_variant": "int64", "worker_replicas": "int64"},
+    derived=("worker_capacity_qps", "net_key_sw", "e2e_key_sw", "rtt_ms_sw", "jitter_sd_ms_sw"),
+)

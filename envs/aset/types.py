@@ -139,3 +139,7 @@ class State:
     def sub_index(self, instance: Instance, k: int) -> int:
         """Global index of sub-window ``k`` of the current window."""
         return self.window * instance.sub_windows + k
+
+
+#: Worker tiers a cluster may have (``Instance.cluster_tiers``).
+CLUSTER_TIERS = ("antenna", "co", "dc", "cloud")

@@ -5,8 +5,9 @@ Modules: types (Instance, Backlog, CostTables), generator (Scenario, presets, ge
 cost model, batched in numpy and torch), env (CoRaiSEnv, CoRaiSEnvV1).
 """
 
+from envs.common.instance_io import export_instance, load_instance
 from envs.corais.env import CoRaiSEnv, CoRaiSEnvV1
 from envs.corais.generator import PRESETS, Scenario, generate
 from envs.corais.types import Instance
 
-__all__ = ["PRESETS", "CoRaiSEnv", "CoRaiSEnvV1", "Instance", "Scenario", "generate"]
+__all__ = ["PRESETS", "CoRaiSEnv", "CoRaiSEnvV1", "Instance", "Scenario", "export_instance", "generate", "load_instance"]

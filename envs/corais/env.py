@@ -8,13 +8,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.common import instance_io
+from envs.common.instance_io import InstanceSchema, check_array
 from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
-from envs.common.validation import check_bool, check_choice, check_reset_options, check_seed
+from envs.common.validation import check_bool, check_choice, check_in_range, check_reset_options, check_seed
 from envs.corais.dynamics import response_times
 from envs.corais.generator import (
     CHARACTERISTICS,
     V1_DEFAULTS,
     Scenario,
+    build_instance,
     characteristic_instance,
     edge_features,
     generate,
@@ -23,7 +26,7 @@ from envs.corais.generator import (
     parse_scale,
     request_features,
 )
-from envs.corais.types import Instance
+from envs.corais.types import WORKLOAD_FEATURES, Backlog, Instance
 
 
 def observation_bounds(scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +104,9 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     - ``flat_observation``: False (default) or True to flatten the two observation arrays.
     - ``characteristic``: None (default) or one of ``CHARACTERISTICS`` ("load_balancing",
       "workload_perception", "heterogeneity"): serve the paper's Table-VI test instances (scale (5, 5, Z)).
+    - ``instance_file``: path of an instance file (``env.unwrapped.export_instance(path)`` writes one; schema in
+      docs/envs/corais.md): the env serves that instance at every reset (the scale is the file's; observations
+      clip at the scenario's ranges, costs do not).
     - ``render_mode``: None (default), ``"ansi"`` (a text summary) or ``"rgb_array"`` (the dispatch map and
       each edge's finish time, ``envs.corais.render``), as in every env of the suite.
 
@@ -128,11 +134,22 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         flat_observation: bool = False,
         characteristic: str | None = None,
         render_mode: str | None = None,
+        instance_file: str | None = None,
     ) -> None:
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         #: The last dispatch (action, edge times) for render(); kept only when rendering.
         self._last_dispatch: tuple[np.ndarray, np.ndarray] | None = None
         self._closed = False
+        self.instance_file = instance_file
+        loaded: Instance | None = None
+        if instance_file is not None:  # the user's instance, served at every reset; the scale is the file's
+            if characteristic is not None:
+                raise ValueError(f"characteristic={characteristic!r} is invalid with instance_file: expected None")
+            loaded = instance_io.load_instance(self.env_id, instance_file)
+            if parse_scale(scale) not in ((10, 5, 100), loaded.scale):
+                raise ValueError(f"scale={scale!r} is invalid with instance_file: the file's instance has scale "
+                                 f"{loaded.scale} (leave scale out)")
+            scale = loaded.scale
         if characteristic is not None:
             check_choice("characteristic", characteristic, CHARACTERISTICS)
             z = parse_scale(scale)[2]
@@ -164,8 +181,19 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 if characteristic is None
                 else characteristic_instance(characteristic, seeded, z)
             )
+        if loaded is not None:
+            self._fixed = loaded
         self.instance: Instance | None = None
         self._done = True
+
+    def export_instance(self, path: str) -> str:
+        """Write the current instance (the fixed one, else the last reset's) to ``path`` (``.yaml``/``.yml``/
+        ``.json``) for ``instance_file=`` or ``envs.corais.load_instance``; schema in docs/envs/corais.md."""
+        instance = self.instance if self.instance is not None else self._fixed
+        if instance is None:
+            raise ValueError("export_instance() needs an instance: call reset() first (instance_seed=None draws one "
+                             "per reset)")
+        return str(instance_io.export_instance(instance, instance_io.env_id_of(self, self.env_id), path))
 
     def _observation(self) -> dict[str, np.ndarray]:
         assert self.instance is not None
@@ -255,3 +283,49 @@ class CoRaiSEnvV1(CoRaiSEnv):
 
     env_id: ClassVar[str] = "CoRaiS-v1"
     scenario_defaults: ClassVar[dict[str, Any]] = dict(V1_DEFAULTS)
+
+
+def _instance_from_file(fields: dict) -> Instance:
+    """Check a CoRaiS Instance read from an instance file and assemble it with ``generator.build_instance``
+    (sizes N, Q, Z from the shapes; cost tables, and ``workload`` when the file leaves it out, recomputed)."""
+    num_edges = check_array("coords", fields["coords"], (None, 2), nonnegative=True).shape[0]
+    num_region = check_array("replicas", fields["replicas"], (None,), low=1.0).shape[0]
+    if not 1 <= num_region <= num_edges:
+        raise ValueError(f"field replicas has {num_region} entries: expected 1 <= Q <= N = {num_edges} (coords rows)")
+    check_array("coef_a", fields["coef_a"], (num_region,), nonnegative=True)
+    check_array("coef_b", fields["coef_b"], (num_region,), nonnegative=True)
+    check_in_range("field mu", fields["mu"], 0.0, 1e12)
+    num_requests = check_array("req_src", fields["req_src"], (None,), low=0, high=num_region - 1).shape[0]
+    if num_requests < 1:
+        raise ValueError("field req_src is empty: expected Z >= 1 requests")
+    check_array("req_pred", fields["req_pred"], (num_requests,), low=0, high=num_edges - 1)
+    check_array("req_d", fields["req_d"], (num_requests,), nonnegative=True)
+    check_array("req_o", fields["req_o"], (num_requests,), nonnegative=True)
+    backlog = fields["backlog"]
+    size = check_array("backlog.edge", backlog.edge, (None,), low=0, high=num_region - 1).shape[0]
+    check_array("backlog.transferred", backlog.transferred, (size,))
+    check_array("backlog.src", backlog.src, (size,), low=0, high=num_region - 1)
+    check_array("backlog.pred", backlog.pred, (size,), low=0, high=num_edges - 1)
+    check_array("backlog.d", backlog.d, (size,), nonnegative=True)
+    check_array("backlog.o", backlog.o, (size,), nonnegative=True)
+    local = ~np.asarray(backlog.transferred)
+    if np.any(backlog.src[local] != backlog.edge[local]):
+        raise ValueError("field backlog.src is invalid: expected src == edge for every local (transferred: false) "
+                         "entry")
+    if fields.get("workload") is not None:
+        check_array("workload", fields["workload"], (num_region, len(WORKLOAD_FEATURES)), nonnegative=True)
+    return build_instance(fields["coords"], fields["replicas"], fields["coef_a"], fields["coef_b"], fields["mu"],
+                          backlog, fields["req_src"], fields["req_pred"], fields["req_d"], fields["req_o"],
+                          workload=fields.get("workload"))
+
+
+#: How a CoRaiS Instance is written to and read from an instance file (``envs.common.instance_io``).
+INSTANCE_SCHEMA = InstanceSchema(
+    cls=Instance,
+    build=_instance_from_file,
+    dtypes={"backlog.edge": "int64", "backlog.transferred": "bool", "backlog.src": "int64", "backlog.pred": "int64",
+            "req_src": "int64", "req_pred": "int64"},
+    nested={"backlog": Backlog},
+    derived=("num_edges", "num_region", "num_requests", "tables"),
+    optional=("workload",),
+)

@@ -5,8 +5,9 @@ surrogate and trace CSV loader), dynamics (the model's formulas), retraining (th
 controllers), env (OINCEnv).
 """
 
+from envs.common.instance_io import export_instance, load_instance
 from envs.oinc.env import OINCEnv
 from envs.oinc.generator import PRESETS, Scenario
 from envs.oinc.types import Instance
 
-__all__ = ["PRESETS", "Instance", "OINCEnv", "Scenario"]
+__all__ = ["PRESETS", "Instance", "OINCEnv", "Scenario", "export_instance", "load_instance"]

@@ -12,11 +12,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.common import instance_io
 from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import check_bool, check_choice, check_in_range, check_reset_options, check_seed
 from envs.oinc import dynamics as dyn
 from envs.oinc.generator import Scenario, make_scenario
 from envs.oinc.retraining import RetrainingController, make_controller
+from envs.oinc.types import INSTANCE_SCHEMA as INSTANCE_SCHEMA  # the instance file schema (envs.common.instance_io)
 from envs.oinc.types import EpisodeDraws, Instance, Jobs
 
 OBSERVATIONS = ("paper", "extended")
@@ -157,6 +159,8 @@ class OINCEnv(gym.Env):
       reset draws the instance from ``np_random`` before the episode, so ``reset(seed=s)`` always gives
       the same instance and episode (as in every env of the suite).
     * ``resample_instance``: True draws a new instance at every reset (from the ``instance_seed`` stream).
+    * ``instance_file``: path of an instance file (``env.unwrapped.export_instance(path)`` writes one; schema in
+      docs/envs/oinc.md): the env plays that instance at every reset; the scenario takes its I, J (and a trace's T).
 
     The action must have an integer dtype (floats, even integral ones, raise ValueError, as in every env).
 
@@ -184,8 +188,25 @@ class OINCEnv(gym.Env):
         resample_instance: bool = False,
         drain_max_slots: int | None = None,
         render_mode: str | None = None,
+        instance_file: str | None = None,
     ) -> None:
-        self.scenario: Scenario = make_scenario(scenario, **dict(scenario_overrides or {}))
+        overrides = dict(scenario_overrides or {})
+        self.instance_file = instance_file
+        loaded: Instance | None = None
+        if instance_file is not None:  # the user's instance; the scenario takes its sizes (I, J, and T of a trace)
+            loaded = instance_io.load_instance("OINC-v0", instance_file)
+            sizes = {"num_devices": loaded.num_devices, "num_edges": loaded.num_edges}
+            if loaded.trace_data_bits is not None:
+                sizes["horizon"] = int(loaded.trace_data_bits.shape[0])
+            for name, value in sizes.items():
+                if name in overrides and overrides[name] != value:
+                    raise ValueError(f"scenario_overrides.{name}={overrides[name]!r} is invalid with instance_file: "
+                                     f"the instance file has {name}={value}")
+            overrides.update(sizes)
+            if check_bool("resample_instance", resample_instance):
+                raise ValueError("resample_instance=True is invalid with instance_file: the env plays the file's "
+                                 "instance")
+        self.scenario: Scenario = make_scenario(scenario, **overrides)
         self.retraining_name = retraining
         share = {} if retraining_share is None else {"retraining_share": retraining_share}
         self.controller: RetrainingController = make_controller(retraining, **share)
@@ -204,7 +225,7 @@ class OINCEnv(gym.Env):
         # instance_seed=None: every reset draws the instance from np_random; until the first reset the env
         # holds the instance of seed 0 (the spaces depend on the scenario's sizes only)
         self._instance_rng = np.random.default_rng(0 if self.instance_seed is None else self.instance_seed)
-        self.instance: Instance = self.scenario.draw_instance(self._instance_rng)
+        self.instance: Instance = self.scenario.draw_instance(self._instance_rng) if loaded is None else loaded
         n_i, n_j = self.scenario.num_devices, self.scenario.num_edges
         self.action_space = spaces.MultiDiscrete(np.tile([n_j, dyn.NUM_LEVELS, dyn.NUM_LEVELS], n_i))
         n_obs = 2 * n_i + n_j
@@ -215,6 +236,11 @@ class OINCEnv(gym.Env):
         self._draws: EpisodeDraws | None = None
 
     # ------------------------------------------------------------------ instance
+    def export_instance(self, path: str) -> str:
+        """Write the current instance to ``path`` (``.yaml``/``.yml``/``.json``) for ``instance_file=`` or
+        ``envs.oinc.load_instance``; the schema is in docs/envs/oinc.md ("Your own instance")."""
+        return str(instance_io.export_instance(self.instance, instance_io.env_id_of(self, "OINC-v0"), path))
+
     def _set_instance(self, instance: Instance) -> None:
         if instance.num_devices != self.scenario.num_devices or instance.num_edges != self.scenario.num_edges:
             raise ValueError(
@@ -244,7 +270,7 @@ class OINCEnv(gym.Env):
                     f"options['instance']={options['instance']!r} is invalid: expected an envs.oinc.types.Instance or None"
                 )
             self._set_instance(options["instance"])
-        elif self.instance_seed is None:
+        elif self.instance_seed is None and self.instance_file is None:
             self._set_instance(self.scenario.draw_instance(self.np_random))
         elif resample:
             self._set_instance(self.scenario.draw_instance(self._instance_rng))
@@ -412,15 +438,31 @@ class OINCEnv(gym.Env):
         before clipping); any leading axes (the vector env normalises a whole episode at once)."""
         return (data_bits - self._d_lo) / self._d_span, (cycles - self._c_lo) / self._c_span
 
-    def _observation(self) -> np.ndarray:
+    def _observation(self, mode: str | None = None) -> np.ndarray:
         t = min(self.t, self.scenario.horizon - 1)
         d, c = self._task_features(self._draws.data_bits[t], self._draws.cycles[t])
         parts = [d, c, 1.0 - self._share]
-        if self.observation_mode == "extended":
+        if (mode or self.observation_mode) == "extended":
+            inst, sc = self.instance, self.scenario
+            static = self._static_obs if self.observation_mode == "extended" else np.concatenate(
+                [inst.slo_s / inst.slo_s.max(), (inst.full_rate_bps / inst.full_rate_bps.max()).ravel(),
+                 inst.cpu_hz / (sc.cpu_ghz[1] * 1e9)])
             queued = self.jobs.edge[self.jobs.active()]
             count = np.bincount(queued[queued >= 0], minlength=self.instance.num_edges) / self.instance.num_devices
-            parts += [self._static_obs, count]
+            parts += [static, count]
         return np.clip(np.concatenate(parts), 0.0, 1.0).astype(np.float32)
+
+    def observation_as(self, observation: str) -> np.ndarray:
+        """The current observation as an env with ``observation=<observation>`` shows it (the observation only
+        encodes the state): lets a learner trained on one mode act on an env built with the other."""
+        return self._observation(check_choice("observation", observation, OBSERVATIONS))
+
+    def observation_space_as(self, observation: str) -> spaces.Box:
+        """The observation space of ``observation=<observation>`` at this env's sizes."""
+        n_i, n_j = self.scenario.num_devices, self.scenario.num_edges
+        extended = check_choice("observation", observation, OBSERVATIONS) == "extended"
+        n_obs = 2 * n_i + n_j + ((n_i + n_i * n_j + 2 * n_j) if extended else 0)
+        return spaces.Box(0.0, 1.0, shape=(n_obs,), dtype=np.float32)
 
     def action_from_shares(
         self,

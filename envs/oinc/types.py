@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from envs.common.instance_io import InstanceSchema, check_array
+
 
 @dataclass(frozen=True, eq=False)
 class Instance:
@@ -125,3 +127,30 @@ class Jobs:
         """Indices of unfinished jobs dispatched to ``edge``."""
         n = self.count
         return np.flatnonzero((self.edge[:n] == edge) & np.isnan(self.finish_s[:n]))
+
+
+def _instance_from_file(fields: dict) -> Instance:
+    """Assemble and check an OINC Instance read from an instance file (shapes I devices x J edges, SI units > 0;
+    the traces both given, (T, I), or both left out)."""
+    num_edges = check_array("cpu_hz", fields["cpu_hz"], (None,), positive=True).shape[0]
+    num_devices = check_array("slo_s", fields["slo_s"], (None,), positive=True).shape[0]
+    if num_edges < 1 or num_devices < 1:
+        raise ValueError(f"fields cpu_hz and slo_s have {num_edges} edges and {num_devices} devices: "
+                         "expected >= 1 each")
+    check_array("bandwidth_hz", fields["bandwidth_hz"], (num_edges,), positive=True)
+    check_array("tx_power_w", fields["tx_power_w"], (num_devices,), positive=True)
+    check_array("distance_km", fields["distance_km"], (num_devices, num_edges), positive=True)
+    check_array("full_rate_bps", fields["full_rate_bps"], (num_devices, num_edges), positive=True)
+    data, cycles = fields.get("trace_data_bits"), fields.get("trace_cycles")
+    if (data is None) != (cycles is None):
+        raise ValueError("fields trace_data_bits and trace_cycles: expected both (a trace) or neither (synthetic)")
+    if data is not None:
+        horizon = check_array("trace_data_bits", data, (None, num_devices), positive=True).shape[0]
+        if horizon < 1:
+            raise ValueError("field trace_data_bits has 0 rows: expected (T, I) with T >= 1 slots")
+        check_array("trace_cycles", cycles, (horizon, num_devices), positive=True)
+    return Instance(**fields)
+
+
+#: How an OINC Instance is written to and read from an instance file (``envs.common.instance_io``).
+INSTANCE_SCHEMA = InstanceSchema(cls=Instance, build=_instance_from_file)

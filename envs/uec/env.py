@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.common import instance_io
 from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import (
     check_bool,
@@ -19,6 +20,7 @@ from envs.common.validation import (
 )
 from envs.uec import dynamics
 from envs.uec.generator import Scenario, generate_instance, resolve_scenario
+from envs.uec.types import INSTANCE_SCHEMA as INSTANCE_SCHEMA  # the instance file schema (envs.common.instance_io)
 from envs.uec.types import Instance, State
 
 _MAX_REDRAWS = 1000
@@ -175,6 +177,8 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     wrapper ``offline.uec.features.LPFeatures`` (it solves RESCUE's LP once per instance; the env itself
     imports nothing from ``offline``); in a Hydra env config: ``wrappers: [offline.uec.features:LPFeatures]``.
     * ``reserved_priority``: ``"mask"`` or ``"preempt"`` (see Action Space).
+    * ``instance_file``: path of an instance file (``env.unwrapped.export_instance(path)`` writes one; schema in
+      docs/envs/uec.md): the env plays that instance, like a fixed preset (``scenario`` is then unused).
 
     ## Version History
 
@@ -197,13 +201,20 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         resample_instance: bool = False,
         reserved_priority: str = "preempt",
         render_mode: str | None = None,
+        instance_file: str | None = None,
     ) -> None:
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         instance_seed = check_seed("instance_seed", instance_seed)
         self.reserved_priority = check_choice("reserved_priority", reserved_priority, RESERVED_PRIORITIES)
         self.resample_instance = check_bool("resample_instance", resample_instance)
         self.instance_seed = instance_seed
-        resolved = resolve_scenario(scenario, scenario_overrides)
+        self.instance_file = instance_file
+        if instance_file is not None:  # the user's instance, played like a fixed preset (scenario is then unused)
+            if scenario_overrides:
+                raise ValueError("scenario_overrides is invalid with instance_file: edit the instance file instead")
+            resolved: Scenario | Instance = instance_io.load_instance("UEC-v0", instance_file)
+        else:
+            resolved = resolve_scenario(scenario, scenario_overrides)
         if isinstance(resolved, Instance):
             if resample_instance:
                 raise ValueError(f"resample_instance=True needs a random scenario, not the fixed instance {scenario!r}")
@@ -226,6 +237,11 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         self._set_instance(instance)
         self._state: State | None = None
         self._decisions: list[tuple[int, int, int, int, bool]] | None = None
+
+    def export_instance(self, path: str) -> str:
+        """Write the current instance to ``path`` (``.yaml``/``.yml``/``.json``) for ``instance_file=`` or
+        ``envs.uec.load_instance``; the schema is in docs/envs/uec.md ("Your own instance")."""
+        return str(instance_io.export_instance(self.instance, instance_io.env_id_of(self, "UEC-v0"), path))
 
     # --- instance-level precomputation (never per step) --------------------------------------
     def _set_instance(self, instance: Instance) -> None:

@@ -11,6 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
+from envs.common.instance_io import InstanceSchema
 from envs.uec import dynamics
 
 
@@ -207,3 +208,21 @@ class State:
     preempted: int = 0
     retraining_work: float = 0.0
     blocks: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def _instance_from_file(fields: dict) -> Instance:
+    """Assemble a UEC Instance read from an instance file (``Instance.__post_init__`` validates it, as for a
+    generated one); the file-only extra: SLAs must be >= 0 slots."""
+    sla = fields.get("sla")
+    if isinstance(sla, np.ndarray) and sla.size and sla.min() < 0:
+        raise ValueError(f"field sla has a negative entry ({int(sla.min())}): expected SLA deadlines >= 0 slots")
+    return Instance(**fields)
+
+
+#: How a UEC Instance is written to and read from an instance file (``envs.common.instance_io``).
+INSTANCE_SCHEMA = InstanceSchema(
+    cls=Instance,
+    build=_instance_from_file,
+    dtypes={"sla": "int64", "reserved.server": "int64", "reserved.start": "int64", "reserved.end": "int64"},
+    nested={"reserved": ReservedTasks},
+)
