@@ -38,6 +38,7 @@ full ladder (:func:`agents.ladder.run_from_config`).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import json
@@ -270,13 +271,17 @@ def score(
     *,
     quick: bool = False,
     label: str | None = None,
+    instance_file: str | Path | None = None,
 ) -> Score:
     """Score ``policy`` on ``split`` of ``env_id``'s reference ladder (see the module docstring).
 
     ``split``: ``training_instance``, ``held_out_instances`` or ``held_out_instances@<variant>`` (the sets of
     ``results/ladder/<env>.csv``); ``quick``: the ladder's CI size; ``label``: the row's name (default: the
-    policy's name, the ``module:Class`` string, or the object's ``name`` / class name). Raises ValueError for an
-    unknown env id, split or policy, listing the valid values, before anything is played.
+    policy's name, the ``module:Class`` string, or the object's ``name`` / class name); ``instance_file``: your own
+    instance (a file ``env.unwrapped.export_instance`` writes, edited to your system's parameters), played on the
+    ``training_instance`` split's episode seeds in place of instance 0; random and every heuristic of rungs 2-3 are
+    then replayed on it and nothing is ranked against the published rows. Raises ValueError for an unknown env id,
+    split, policy or instance file, listing the valid values, before anything is played.
     """
     from offline import ladder, partition
     from offline.registry import make_policy
@@ -291,6 +296,16 @@ def score(
     if not isinstance(split, str):
         raise ValueError(f"split={split!r} is invalid: valid splits: {ladder.split_names(spec)}")
     eval_set, env_kwargs = ladder.evaluation_set(spec, split, quick)
+    file_digest = None
+    if instance_file is not None:
+        if split != "training_instance":
+            raise ValueError(f"instance_file={str(instance_file)!r} goes with split='training_instance' (one "
+                             f"instance, the ladder's episode seeds), not split={split!r}")
+        from envs.common.instance_io import load_instance
+
+        load_instance(env_id, instance_file)  # validated now, with the error naming the field
+        file_digest = hashlib.sha256(Path(instance_file).read_bytes()).hexdigest()
+        env_kwargs = {**env_kwargs, "instance_file": str(Path(instance_file).resolve())}
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise ValueError(f"label={label!r} is invalid: expected a non-empty string")
     candidate = check_policy(env_id, policy, label)
@@ -299,6 +314,9 @@ def score(
     notes: list[str] = []
 
     published = ladder.published_rows(env_id, split)
+    if instance_file is not None:
+        notes.append(f"played on the instance of {instance_file}: random and the heuristics replayed, nothing ranked")
+        published = []
     if published and ladder.row_split_version(published[0]) != version:
         notes.append(f"the published rows are at split version {ladder.row_split_version(published[0])}, the split "
                      f"at {version}: random and strongest replayed, nothing ranked")
@@ -310,7 +328,7 @@ def score(
         split.partition("@")[2] or None)]
     # policies the hook's options name (CoRaiS's gap reference) must be played alongside
     options = [v for v in spec.evaluation_kwargs.values() if isinstance(v, str) and v in spec.policies()]
-    key = json.dumps([env_id, split, version, quick, env_kwargs], sort_keys=True, default=str)
+    key = json.dumps([env_id, split, version, quick, env_kwargs, file_digest], sort_keys=True, default=str)
     cached = _REFERENCE_ROWS.setdefault(key, {})
     missing = [n for n in dict.fromkeys(references) if n not in cached]
 

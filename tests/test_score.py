@@ -269,3 +269,29 @@ def test_submission_with_publish_writes_the_results_submissions_and_the_page(tmp
     assert changed == [results / "submissions" / f"{ENV}.csv", page]
     assert "| submitted | `my_policy` |" in page.read_text()
     assert page.read_text() == ladder.render_page(results)  # what python -m offline.ladder page regenerates
+
+
+def test_score__own_instance_file_plays_that_instance_and_ranks_nothing(tmp_path) -> None:
+    """A user's instance (exported, then edited) is played on the training split's seeds: doubling every device's
+    weight doubles lp_bid_price's profit (its prices scale with the weights, so its decisions do not change)."""
+    import gymnasium as gym
+    import yaml
+
+    env = gym.make("UEC-v0")
+    env.reset(seed=0)
+    path = tmp_path / "mine.yaml"
+    env.unwrapped.export_instance(path)
+    base = edge_sched_gym.score("UEC-v0", "lp_bid_price", split="training_instance", quick=True, instance_file=path)
+    data = yaml.safe_load(path.read_text())
+    data["instance"]["weight"]["data"] = [2 * w for w in data["instance"]["weight"]["data"]]
+    path.write_text(yaml.safe_dump(data))
+    doubled = edge_sched_gym.score("UEC-v0", "lp_bid_price", split="training_instance", quick=True,
+                                   instance_file=path)
+    assert doubled.mean == pytest.approx(2 * base.mean, rel=1e-9)
+    assert base.rank is None and any("instance" in note for note in base.notes)
+    with pytest.raises(ValueError, match="instance_file=.*split='training_instance'"):
+        edge_sched_gym.score("UEC-v0", "lp_bid_price", instance_file=path)
+    data["instance"]["weight"]["data"] = data["instance"]["weight"]["data"][:1]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="weight"):
+        edge_sched_gym.score("UEC-v0", "lp_bid_price", split="training_instance", quick=True, instance_file=path)
