@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.loading import PRETRAINED_DIR, pretrained_agents, resolve_policy
 from offline import ladder
-from offline.provenance import default_output, parse_bool, require_clone
+from offline.provenance import check_output_path, default_output, parse_bool, require_clone
 
 __all__ = ["pretrained_learners", "run_from_config", "run_ladder"]
 
@@ -105,6 +105,7 @@ def run_from_config(cfg: DictConfig) -> Path:
     from agents.registry import check_writable_folder
 
     check_writable_folder("out", out)  # before any rung runs (minutes), not at the first write
+    check_output_path(out, publish=publish)  # publish=true copies to results/ itself; out= is a scratch folder
     parts = ["python evaluate.py experiment=ladder"]
     if quick:
         parts.append("quick=true")

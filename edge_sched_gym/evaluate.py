@@ -55,6 +55,7 @@ from agents.loading import (
 from agents.registry import SEED, check_env_kwargs, check_writable_folder
 from edge_sched_gym import CONF_DIR
 from envs.problems import get_problem
+from offline.provenance import check_output_path
 from offline.runner import EvaluationHook, evaluate, get_hook, label_policies
 
 #: Used where a problem's hook does not say (its ``default_evaluation``).
@@ -63,7 +64,8 @@ SWEEP_KEYS = ("name", "parameter", "values", "metrics", "overrides")
 #: evaluate.py's own top-level keys (edge_sched_gym/conf/evaluate.yaml) with their defaults, ``paper`` (an experiment's numbers
 #: from its paper, read by evaluate_papers) and ``runner`` (an experiment of experiments).
 OWN_KEYS: dict[str, Any] = {"policies": None, "instances": None, "episodes": None, "seed": 0, "out": None,
-                            "progress": True, "render": False, "evaluation_kwargs": {}, "sweeps": []}
+                            "publish": False, "progress": True, "render": False, "evaluation_kwargs": {},
+                            "sweeps": []}
 EXPERIMENT_KEYS = ("env", "paper", "runner")
 #: the env group's keys (train.py's EnvConfig)
 ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overrides", "algo_wrappers")
@@ -329,7 +331,13 @@ def run(cfg: DictConfig) -> Path:
         module, _, function = str(cfg.runner).partition(":")
         return getattr(importlib.import_module(module), function)(cfg)
     resolve_settings(cfg)  # fail at once on bad input, before any work
+    publish = cfg.get("publish", False)
+    if not isinstance(publish, bool):
+        raise ValueError(f"publish={publish!r} is invalid: expected true or false (true: out= may be a checked-in "
+                         "folder such as results/...)")
     check_writable_folder("out", str(cfg.out or DEFAULT_OUT))
+    if cfg.get("out"):
+        check_output_path(str(cfg.out), publish=publish, key="out")  # checked-in results change only on purpose
     if cfg.get("out"):
         out_dir = Path(cfg.out)
         fresh = not out_dir.exists()

@@ -64,7 +64,7 @@ from scipy import stats
 
 from edge_sched_gym import CONF_DIR
 from edge_sched_gym import evaluate as evaluate_cli
-from offline.provenance import default_output, require_clone
+from offline.provenance import check_output_path, default_output, require_clone
 
 ROOT = Path(__file__).resolve().parents[1]  # the clone: results/, docs/, README.md
 CONF = CONF_DIR
@@ -646,6 +646,7 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str |
     if publish:
         require_clone()
     out = Path(out) if out else DEFAULT_OUT
+    check_output_path(out, publish=publish)  # without publish, everything goes under a scratch out=
     if results is None:
         results = ROOT / "results" if publish else out
     if docs is None:

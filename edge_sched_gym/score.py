@@ -460,7 +460,7 @@ def run_ladder(cfg: Any) -> Path:
 
     from agents import ladder as full
     from agents.registry import check_writable_folder
-    from offline.provenance import default_output, parse_bool
+    from offline.provenance import check_output_path, default_output, parse_bool
 
     value = cfg.get("policies") or []
     policies = [value] if isinstance(value, str) else [
@@ -477,6 +477,7 @@ def run_ladder(cfg: Any) -> Path:
         raise ValueError("policies=... with learners=... is refused: put the run folders in policies=[...]")
     out = Path(cfg.out) if cfg.get("out") else default_output("ladder")
     check_writable_folder("out", out)
+    check_output_path(out, publish=False)  # scored rows reach results/ only through offline.ladder submit publish=true
     parts = ["python evaluate.py experiment=ladder", *(["quick=true"] if quick else [])]
     if envs_value != "all":
         parts.append(f"ladder_envs=[{','.join(env_ids)}]")

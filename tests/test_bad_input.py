@@ -243,7 +243,7 @@ EVALUATE_CASES: list[tuple[list[str], str]] = [
     (["seed=4294967296"], "seed"), (["seed=18446744073709551616"], "seed"), (["+env.typo=1"], "typo"),
     (["experiment=papers", "+quickk=1"], "quickk"), (["experiment=papers", "instances=3"], "instances"),
     (["experiment=papers", "publish=maybe"], "publish"), (["experiment=ladder", "+ladder_env=[UEC-v0]"], "ladder_env"),
-    (["experiment=rescue_fig7", "+publish=true"], "publish"),
+    (["experiment=rescue_fig7", "publish=maybe"], "publish"),
     # second round of probes: errors found once the output folder existed now leave no folder
     (["+env.kwargs.render_mode=1"], "render_mode"), (["env.kwargs.scenario=tiny", "policies=[rescue]",
                                                        "instances=1", "episodes=1", "sweeps=[{name: a}]"], "parameter"),

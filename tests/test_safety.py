@@ -488,7 +488,7 @@ EVALUATE_KEY_CASES = [
     (["experiment=papers", "quick=true", "+quickk=1"], "quickk is not a key of evaluate.py"),
     (["experiment=papers", "policies=[rescue]"], "policies is not used by the experiment runner"),
     (["experiment=ladder", "+ladder_env=[UEC-v0]"], "ladder_env is not a key of evaluate.py"),
-    (["+publish=true"], "publish is not a key of evaluate.py"),
+    (["publish=maybe"], "publish=.* is invalid"),
     (["+env.foo=1"], "env.foo is not a key of the env config"),
 ]
 
@@ -500,6 +500,17 @@ def test_safety__evaluate_rejects_unknown_keys_before_anything_runs(overrides, m
     with pytest.raises(ValueError, match=message):
         evaluate.run(_evaluate_cfg([*overrides, f"out={tmp_path / 'out'}"]))
     assert not (tmp_path / "out").exists()
+
+
+def test_safety__evaluate_writes_a_checked_in_folder_only_with_publish(tmp_path):
+    from edge_sched_gym import evaluate
+
+    target = ROOT / "results" / "uec" / "default"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in target.iterdir())
+    with pytest.raises(ValueError, match=r"out=.*results/uec/default is invalid without publish=true"):
+        evaluate.run(_evaluate_cfg(["env.kwargs.scenario=tiny", "policies=[rescue]", "instances=1", "episodes=1",
+                                    f"out={target}"]))
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in target.iterdir()) == before
 
 
 def test_safety__the_ladder_and_papers_keys_stay_accepted():
@@ -804,3 +815,25 @@ def test_safety__a_resume_continues_from_a_model_zip_newer_than_every_checkpoint
         train.run(_train_cfg(overrides), overrides=overrides)
     assert "resuming from model.zip" in caplog.text and "empty one" in caplog.text
     assert model_steps(run_dir / "model.zip") == 310 and (run_dir / "checkpoints" / "model_310_steps.zip").is_file()
+
+
+@pytest.mark.parametrize("overrides", [
+    ["experiment=ladder", "ladder_envs=[UEC-v0]", "quick=true"],
+    ["experiment=ladder", "ladder_envs=[UEC-v0]", "quick=true", "policies=[lp_bid_price]"],
+    ["experiment=papers", "papers=[aset]", "quick=true"],
+])
+def test_safety__runner_experiments_refuse_a_checked_in_out_without_publish(overrides):
+    from edge_sched_gym import evaluate
+
+    with pytest.raises(ValueError, match=r"out=.* is invalid without publish=true"):
+        evaluate.run(_evaluate_cfg([*overrides, f"out={ROOT / 'results' / 'ladder'}"]))
+
+
+def test_safety__train_refuses_a_checked_in_out():
+    from edge_sched_gym import train
+
+    overrides = ["env=uec-v0", "algo=sac", "steps=100", f"out={ROOT / 'results'}"]
+    before = sorted(p.name for p in (ROOT / "results").iterdir())
+    with pytest.raises(ValueError, match=r"out=.* is invalid without publish=true"):
+        train.run(_train_cfg(overrides), overrides=overrides)
+    assert sorted(p.name for p in (ROOT / "results").iterdir()) == before

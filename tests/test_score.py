@@ -289,7 +289,7 @@ def test_score__own_instance_file_plays_that_instance_and_ranks_nothing(tmp_path
                                    instance_file=path)
     assert doubled.mean == pytest.approx(2 * base.mean, rel=1e-9)
     assert base.rank is None and any("instance" in note for note in base.notes)
-    with pytest.raises(ValueError, match="instance_file=.*split='training_instance'"):
+    with pytest.raises(ValueError, match=r"instance_file=.*split='training_instance'"):
         edge_sched_gym.score("UEC-v0", "lp_bid_price", instance_file=path)
     data["instance"]["weight"]["data"] = data["instance"]["weight"]["data"][:1]
     path.write_text(yaml.safe_dump(data))
