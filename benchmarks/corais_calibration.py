@@ -41,6 +41,7 @@ from envs.corais.generator import (
 from offline.corais.greedy import fluid_bound, list_greedy, local_search
 from offline.corais.milp import solve_exact
 from offline.corais.policies import best_of_random, local_dispatch
+from offline.provenance import check_output_path
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "results" / "corais" / "calibration.csv"
 OUT = Path(__file__).resolve().parent.parent / "outputs" / "corais" / "calibration.csv"  # git-ignored
@@ -127,6 +128,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         raise SystemExit(f"error: publish={args['publish']!r} is invalid: expected true or false")
     publish = args.get("publish", "false").lower() in ("1", "true", "yes")
     out = Path(args.get("out", PUBLISHED if publish else OUT))
+    try:
+        check_output_path(out, publish=publish)  # a checked-in file changes only with publish=true
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
     rows = []
     for version in versions:
         for scale in scales:

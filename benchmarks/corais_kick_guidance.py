@@ -1,7 +1,7 @@
 """What the learned dispatcher adds inside our search (``corais_ils_100ms``), at a fixed kick budget.
 
     python -m benchmarks.corais_kick_guidance                      # 2 scales, 10 held-out instances x 4 seeds
-    python -m benchmarks.corais_kick_guidance out=results/corais/kick_guidance.csv   # the checked-in file
+    python -m benchmarks.corais_kick_guidance publish=true      # the checked-in results/corais/kick_guidance.csv
 
 ``corais_ils_100ms`` is ``offline.corais.search.iterated_local_search`` with two things from the shipped
 network: its start (the better of the network's greedy dispatch and ``list_greedy``) and its kicks (requests
@@ -17,8 +17,9 @@ variant's cost is divided by a reference (the same search with ``reference_kicks
   perfect predictor of where good dispatches put each request would buy; a ceiling for learned kicks.
 
 Each row: the mean ratio over instances x seeds and the paired difference to ``uniform`` with a 95 % t
-interval. Written to ``outputs/corais/kick_guidance.csv`` (git-ignored) unless ``out=`` names another file;
-the first line of the file is the command.
+interval. Written to ``outputs/corais/kick_guidance.csv`` (git-ignored) unless ``out=`` names another file
+(``publish=true``: the checked-in ``results/corais/kick_guidance.csv``; a checked-in ``out=`` needs
+``publish=true`` and is refused before anything runs); the first line of the file is the command.
 """
 
 from __future__ import annotations
@@ -42,9 +43,14 @@ class Options:
     seeds: int = 4  # search seeds per instance
     kicks: int = 50  # the budget of every variant (about 100 ms at (20, 10, 100) on one core)
     reference_kicks: int = 1500  # the reference search (seed 99)
-    out: str = "outputs/corais/kick_guidance.csv"  # out=results/corais/kick_guidance.csv for the checked-in file
+    out: str = ""  # "" = outputs/corais/kick_guidance.csv (publish=true: results/corais/kick_guidance.csv)
+    publish: bool = False  # true: out may be (and by default is) the checked-in file
 
     def __post_init__(self) -> None:
+        from offline.provenance import check_output_path
+
+        self.out = self.out or f"{'results' if self.publish else 'outputs'}/corais/kick_guidance.csv"
+        check_output_path(ROOT / self.out, publish=self.publish)  # a checked-in file changes only on purpose
         for scale in self.scales:
             parts = str(scale).split("-")
             if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):

@@ -4,8 +4,8 @@
 
 For each run folder (``agents/corais/trainer.py`` output; its ``model_best.pt``) and each decoding (greedy,
 best of 1,000 samples): the mean, min and max over the test seeds of cost / ``list_greedy_ls``'s cost, the
-model's parameter count. Written to ``outputs/corais/model_size.csv`` (``out=results/corais/model_size.csv`` for
-the checked-in file) with
+model's parameter count. Written to ``outputs/corais/model_size.csv`` (``publish=true``: the checked-in
+``results/corais/model_size.csv``; a checked-in ``out=`` needs ``publish=true``) with
 the command, so the comparison of the paper-sized network (docs/envs/corais.md) with the CPU recipe comes from a file.
 """
 
@@ -27,9 +27,14 @@ class Options:
     scale: list[int] = field(default_factory=lambda: [10, 5, 100])  # (N, Q, Z)
     seed: int = 10_000  # first test seed
     instances: int = 20  # test seeds seed, seed + 1, ...
-    out: str = "outputs/corais/model_size.csv"  # git-ignored; out=results/corais/model_size.csv to publish
+    out: str = ""  # "" = outputs/corais/model_size.csv (git-ignored; publish=true: results/corais/model_size.csv)
+    publish: bool = False  # true: out may be (and by default is) the checked-in file
 
     def __post_init__(self) -> None:
+        from offline.provenance import check_output_path
+
+        self.out = self.out or f"{'results' if self.publish else 'outputs'}/corais/model_size.csv"
+        check_output_path(ROOT / self.out, publish=self.publish)  # first: a checked-in file changes only on purpose
         if not self.runs:
             raise ValueError("runs=[] is invalid: expected one or more CoRaiS training run folders")
         if len(self.scale) != 3 or min(self.scale) < 1 or self.instances < 1 or self.seed < 0:

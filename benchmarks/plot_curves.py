@@ -1,11 +1,13 @@
 """Export learning curves from training runs' TensorBoard event files as a PNG.
 
-    python -m benchmarks.plot_curves 'runs=[runs/uec-v0__sac__0__*,runs/uec-v0__dqn__0__*]' out=docs/img/learning_curve_uec.png
+    python -m benchmarks.plot_curves 'runs=[runs/uec-v0__sac__0__*,runs/uec-v0__dqn__0__*]' \
+        out=docs/img/learning_curve_uec.png publish=true
     python -m benchmarks.plot_curves runs=[runs/uec-v0__sac__0__20250101-120000] tags=[eval/mean_reward] title=SAC
     python -m benchmarks.plot_curves "runs=[runs/uec_prior/*]" "tags=[curve/eval_mean,curve/rollout_mean]" \
-        out=results/uec/prior/curves.png       # a custom trainer's curve.csv (curve/<column>, x = its env steps)
+        out=results/uec/prior/curves.png publish=true    # a custom trainer's curve.csv (curve/<column>, x = its env steps)
 
-``runs`` entries may be glob patterns (quote them for the shell); ``-h`` lists the keys.
+``runs`` entries may be glob patterns (quote them for the shell); ``-h`` lists the keys. A checked-in ``out``
+(``docs/img/...``, ``results/...``) needs ``publish=true`` and is refused before anything is read otherwise.
 
 One panel per tag (default: eval/mean_reward and rollout/ep_rew_mean), one line per run, x = env steps. The PNG
 carries the command that made it (its ``Description`` text chunk: ``PIL.Image.open(path).text``).
@@ -130,10 +132,14 @@ def plot(runs: list[Path], tags: list[str], out: Path, title: str | None = None)
 class Options:
     runs: list[str] = MISSING  # mandatory: training run folders or glob patterns
     tags: list[str] = field(default_factory=lambda: ["eval/mean_reward", "rollout/ep_rew_mean"])  # one panel each
-    out: str = "outputs/learning_curve.png"  # git-ignored; give out=docs/img/<name>.png to update a docs figure
+    out: str = "outputs/learning_curve.png"  # git-ignored; out=docs/img/<name>.png publish=true updates a docs figure
     title: str | None = None
+    publish: bool = False  # true: out may be a checked-in file
 
     def __post_init__(self) -> None:
+        from offline.provenance import check_output_path
+
+        check_output_path(self.out, publish=self.publish)
         if not self.tags:
             raise ValueError("tags=[] is invalid: expected at least one TensorBoard scalar tag")
 

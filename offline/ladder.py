@@ -866,6 +866,10 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(keys["out"]) if keys.get("out") else None
         if publish and out is not None:
             raise ValueError("out=... with publish=true is refused: publish=true writes the checked-in files")
+        if out is not None:
+            from offline.provenance import check_output_path
+
+            check_output_path(out, publish=False)  # the checked-in ladder changes only through publish=true
         if command == "submit":
             if not files:
                 raise ValueError("submit needs at least one CSV of scored rows (python evaluate.py experiment=ladder "

@@ -99,13 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     (``DOCS_PICTURES``) into ``out``, or into ``docs/img/`` with ``publish=true``."""
     import sys
 
-    from offline.provenance import check_writable_folder, parse_bool, parse_key_values
+    from offline.provenance import check_output_path, check_writable_folder, parse_bool, parse_key_values
 
     try:
         args = parse_key_values(list(sys.argv[1:] if argv is None else argv),
                                 {"out": "output folder (default outputs/pictures)", "publish": "true: docs/img/"})
         publish = parse_bool("publish", args.get("publish", "false"))
         out = require_clone() / "docs" / "img" if publish else Path(args.get("out") or default_output("pictures"))
+        check_output_path(out, publish=publish)  # docs/img/ only with publish=true
         check_writable_folder("out", out)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

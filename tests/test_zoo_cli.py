@@ -221,3 +221,107 @@ def test_zoo_cli__sac_d_trains_on_uec_with_its_head(tmp_path, monkeypatch):
     assert model.is_file()
     loaded, _ = load_zoo_model(tmp_path / "logs", "sac_d", "UEC-v0", 1)  # rl-zoo3's own folder, read safely
     assert type(loaded.policy.actor.logits_net).__name__ == "UECActionScorer"
+
+
+def _train_error(monkeypatch, capsys, tmp_path, *args: str) -> str:
+    """The one ``error:`` line of ``python -m agents.zoo train ...`` run in ``tmp_path`` (exit status 2)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        _main(monkeypatch, "train", "--algo", "ppo", *args, "-n", "10", "-f", "logs")
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: ") and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "logs").exists()  # refused before rl-zoo3 made its log folder
+    return err
+
+
+def test_zoo_cli__train_refuses_a_conf_file_with_a_python_tag(tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "X"
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"UEC-v0:\n  policy: MlpPolicy\n  n_timesteps: !!python/object/apply:os.system "
+                    f"['touch {marker}']\n")
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--conf-file", str(conf))
+    assert "--conf-file='" in err and "python/ tags are never loaded" in err
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("policy_kwargs", [
+    "dict(activation_fn=__import__('os').system('touch X'))",
+    "dict(net_arch=[64], activation_fn=os.system)",
+    "dict(head='os:system')",
+    "dict(**{'a': 1})",
+    "[x for x in (1,)]",
+])
+def test_zoo_cli__train_refuses_policy_kwargs_that_would_run_code(policy_kwargs, tmp_path, monkeypatch, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text(yaml.safe_dump({"UEC-v0": {"policy": "MlpPolicy", "n_timesteps": 10,
+                                               "policy_kwargs": policy_kwargs}}))
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--conf-file", str(conf))
+    assert "UEC-v0.policy_kwargs" in err and ("refused" in err or "not on the allow-list" in err), err
+    assert not (tmp_path / "X").exists()
+
+
+def test_zoo_cli__train_refuses_code_in_other_evaluated_keys_and_options(tmp_path, monkeypatch, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text(yaml.safe_dump({"UEC-v0": {"policy": "MlpPolicy", "n_timesteps": 10,
+                                               "normalize": "__import__('os').system('touch X')"}}))
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--conf-file", str(conf))
+    assert "UEC-v0.normalize" in err
+    conf.write_text(yaml.safe_dump({"UEC-v0": {"policy": "MlpPolicy", "env_wrapper": ["os.system"]}}))
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--conf-file", str(conf))
+    assert "UEC-v0.env_wrapper='os.system' is not on the allow-list" in err
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "-params",
+                       "policy_kwargs:__import__('os').system('touch X')")
+    assert "-params policy_kwargs=" in err and "refused" in err
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--hyper",
+                       "policy_kwargs:__import__('os').system('touch X')")
+    assert "--hyper is refused: give the option in full" in err
+    assert not (tmp_path / "X").exists()
+
+
+@pytest.mark.parametrize("name", ["conf.py", "conf"])
+def test_zoo_cli__train_refuses_a_conf_file_rl_zoo3_would_run_or_import(name, tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "X"
+    (tmp_path / name).write_text(f"open({str(marker)!r}, 'w').write('pwned')\nhyperparams = {{}}\n")
+    (tmp_path / "conf.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\nhyperparams = {{}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--conf-file", name)
+    assert "expected a .yml or .yaml file" in err
+    shipped = str(zoo.hyperparams_file("ppo"))
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--conf-file", shipped, "-conf", name)
+    assert "expected a .yml or .yaml file" in err
+    assert not marker.exists()
+
+
+def test_zoo_cli__train_refuses_an_env_id_outside_the_registry(tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "X"
+    (tmp_path / "mymod.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "mymod:UEC-v0")
+    assert "--env='mymod:UEC-v0' is not an env id of the problem registry" in err
+    assert not marker.exists()
+    err = _train_error(monkeypatch, capsys, tmp_path, "--env", "UEC-v0", "--env=mymod:UEC-v0")  # argparse: the last
+    assert "--env='mymod:UEC-v0' is not an env id" in err
+    err = _train_error(monkeypatch, capsys, tmp_path)  # rl-zoo3's default would be CartPole-v1
+    assert "--env=None is not an env id" in err
+    assert not marker.exists()
+
+
+def test_zoo_cli__allow_listed_policy_kwargs_and_the_shipped_files_pass():
+    for text in ["dict(net_arch=[64, 64], activation_fn=nn.ReLU, ortho_init=False, log_std_init=-2.0)",
+                 "dict(optimizer_class=th.optim.Adam, head='agents.uec.sac_head:UECActionScorer')",
+                 "dict(norm_obs=True, norm_reward=False)"]:
+        zoo.check_expression(text, "policy_kwargs")
+    with pytest.raises(ValueError, match="not on the allow-list"):
+        zoo.check_expression("dict(activation_fn=nn.Module)", "policy_kwargs")
+    for path in sorted(zoo.HYPERPARAMS_DIR.glob("*.yml")):
+        assert zoo.read_conf_file(path)
+
+
+@pytest.mark.parametrize("option", ["-i", "--trained-agent", "--trained"])
+def test_zoo_train__refuses_a_trained_agent_zip(option, tmp_path):
+    """rl-zoo3 would load it with SB3's pickle-reading load: refused before anything runs (an abbreviation too)."""
+    from agents.zoo import check_train_inputs
+
+    with pytest.raises(ValueError, match="trained-agent"):
+        check_train_inputs(["train", "--algo", "ppo", "--env", "UEC-v0", option, str(tmp_path / "model.zip")])

@@ -1,7 +1,8 @@
 """An ASET learner (the DQN, or any trained algo) against every static policy, ``periodic_switch`` and its own
 observation ablations (issues 17, 27).
 
-    python -m agents.aset.study "runs=[runs/aset_v1_dqn/aset-v1__dqn__*]" out=results/aset/dqn_v1
+    python -m agents.aset.study "runs=[runs/aset_v1_dqn/aset-v1__dqn__*]"      # outputs/aset/dqn_study
+    python -m agents.aset.study "runs=[runs/aset_v1_dqn/aset-v1__dqn__*]" out=results/aset/dqn_v1 publish=true
     python -m agents.aset.study "runs=[...]" "lams=[60]" ablations=false instances=1 episodes=1   # quicker
 
 At every load in ``lams`` (60: the training load; 100: the paper's generalisation test, Fig. 6b) the
@@ -35,6 +36,9 @@ The claims checked (``claims.csv``; ``holds`` needs the whole 95 % CI of the dif
 Writes ``<out>/study.csv`` (one row per load and policy), ``<out>/per_run.csv`` (each run's success with and
 without the ablations, its training steps and wall time, and the share of windows per policy it played), ``<out>/claims.csv``,
 ``<out>/study.md``, ``<out>/study.png``, ``<out>/lam<λ>/`` (the runner's files) and ``<out>/command.txt``.
+``out`` defaults to the git-ignored ``outputs/aset/dqn_study`` (``publish=true``: the checked-in
+``results/aset/dqn_study``); a checked-in ``out`` without ``publish=true`` is refused before anything runs
+(:func:`offline.provenance.check_output_path`).
 """
 
 from __future__ import annotations
@@ -88,7 +92,8 @@ class StudyConfig:
     cycle_length: int = 3  # longest cycle searched
     tune_episodes: int = 2
     tune_horizon: int = 120  # windows per tuning episode
-    out: str = "results/aset/dqn_study"
+    out: str = ""  # "" = outputs/aset/dqn_study (publish=true: the checked-in results/aset/dqn_study)
+    publish: bool = False  # true: out may be (and by default is) a checked-in folder
 
     def __post_init__(self) -> None:
         if not self.lams or any(not 1.0 <= float(x) <= 200.0 for x in self.lams):
@@ -140,8 +145,21 @@ def _difference(values: np.ndarray, reference: np.ndarray, reps: int) -> tuple[f
     return _mean_ci(values - reference, reps)
 
 
+def output_folder(cfg: StudyConfig) -> Path:
+    """``cfg.out`` (default: outputs/aset/dqn_study, or results/aset/dqn_study with ``publish=true``); ValueError
+    for a checked-in path without ``publish=true``, before anything runs."""
+    from offline.provenance import check_output_path, default_output, require_clone
+
+    if cfg.out:
+        out = Path(cfg.out)
+    else:
+        out = require_clone() / "results" / "aset" / "dqn_study" if cfg.publish else default_output("aset", "dqn_study")
+    return check_output_path(out, publish=cfg.publish)
+
+
 def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Evaluate, aggregate and write the tables (see the module docstring); returns (rows, claims)."""
+    out = output_folder(cfg)  # before any run is read or evaluated
     from agents.loading import checkpoint_steps, resolve_policy
     from envs.aset.types import POLICY_NAMES
     from offline.aset import HINDSIGHT
@@ -171,7 +189,6 @@ def study(cfg: StudyConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     learned = {label: [prefix + models[run] for run in runs]
                for label, prefix in learned_rows(agent).items() if cfg.ablations or not prefix}
     names = [*statics, "random_switch", "periodic_switch", HINDSIGHT, *(n for v in learned.values() for n in v)]
-    out = Path(cfg.out)
     policy_kwargs: dict[str, dict[str, Any]] = {}
     cycles: list[dict[str, Any]] = []
     if cfg.tune_cycle:
@@ -321,8 +338,9 @@ def main(cfg: StudyConfig) -> None:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    print((Path(cfg.out) / "study.md").read_text(), end="")
-    print(cfg.out)
+    out = output_folder(cfg)
+    print((out / "study.md").read_text(), end="")
+    print(out)
 
 
 if __name__ == "__main__":

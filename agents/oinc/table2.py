@@ -1,6 +1,6 @@
 """OINC Table II with the SAC-D rows taken from several training seeds, beside the paper's numbers.
 
-    python -m agents.oinc.table2 "runs=[runs/oinc_sacd/*]" out=results/oinc/table2_sacd
+    python -m agents.oinc.table2 "runs=[runs/oinc_sacd/*]" publish=true     # the checked-in results/oinc/table2_sacd
     python -m agents.oinc.table2 "runs=[runs/oinc_sacd/*]" checkpoint=model_150000_steps.zip   # equal budgets
 
 The seven (inference, controller) pairs of Table II are evaluated by :func:`offline.runner.evaluate` on
@@ -50,7 +50,8 @@ class Table2Config:
     seed: int = 0
     checkpoint: str = ""  # a model file in each run's checkpoints/ (e.g. model_150000_steps.zip); "" = model.zip
     reps: int = 2000  # bootstrap resamples
-    out: str = "results/oinc/table2_sacd"
+    out: str = ""  # "" = outputs/oinc/table2_sacd (publish=true: the checked-in results/oinc/table2_sacd)
+    publish: bool = False  # true: out may be (and by default is) a checked-in folder
 
 
 def _episode_values(path: Path) -> dict[str, dict[str, list[float]]]:
@@ -66,8 +67,21 @@ def _episode_values(path: Path) -> dict[str, dict[str, list[float]]]:
     return values
 
 
+def output_folder(cfg: Table2Config) -> Path:
+    """``cfg.out`` (default: outputs/oinc/table2_sacd, or results/oinc/table2_sacd with ``publish=true``);
+    ValueError for a checked-in path without ``publish=true``, before anything runs."""
+    from offline.provenance import check_output_path, default_output, require_clone
+
+    if cfg.out:
+        out = Path(cfg.out)
+    else:
+        out = require_clone() / "results" / "oinc" / "table2_sacd" if cfg.publish else default_output("oinc", "table2_sacd")
+    return check_output_path(out, publish=cfg.publish)
+
+
 def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     """Evaluate, aggregate and write the tables (see the module docstring); returns the rows."""
+    out = output_folder(cfg)  # before any run is read or evaluated
     from agents.loading import checkpoint_steps, resolve_policy
     from offline.oinc import PAPER_TABLE2, TABLE2
     from offline.runner import evaluate
@@ -87,7 +101,6 @@ def table2(cfg: Table2Config) -> list[dict[str, Any]]:
     models = {run: model_path(run, cfg.checkpoint) for run in runs}
     steps = {run: checkpoint_steps(models[run], configs[run].steps) for run in runs}
     names = [*HEURISTIC_ROWS, *(f"{models[run]}+{controller}" for run in runs for controller in LEARNED_ROWS.values())]
-    out = Path(cfg.out)
     evaluate("OINC-v0", env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
              out_dir=out / "evaluation", progress=False, resolve=resolve_policy)
     episodes = _episode_values(out / "evaluation" / "oinc_episodes.csv")
@@ -178,7 +191,7 @@ def main(cfg: Table2Config) -> None:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     print(markdown(rows, cfg, len(expand_runs(cfg.runs))))
-    print(cfg.out)
+    print(output_folder(cfg))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Which of ASET's claims about static policies hold under which modelling setting (issue 17).
 
-    python evaluate.py experiment=aset_claims out=results/aset/claims
+    python evaluate.py experiment=aset_claims out=results/aset/claims publish=true
     python -m offline.aset.claims results/aset/claims          # -> results/aset/claims/claims.csv and claims.md
 
 Reads each sweep CSV of ``edge_sched_gym/conf/experiment/aset_claims.yaml`` (one per (queueing, capacity_scale) setting,
