@@ -244,15 +244,19 @@ class GracefulInterrupt:
     """Turns the first SIGINT, SIGTERM or SIGHUP into a request to stop at the next env step.
 
     A second signal aborts (KeyboardInterrupt). Use as a context manager around the training loop and poll
-    ``requested`` (:class:`StopOnInterrupt` does it for SB3); ``signum`` tells which signal came.
+    ``requested`` (:class:`StopOnInterrupt` does it for SB3); ``signum`` tells which signal came. Until the loop
+    polls ``requested`` the first time (envs and model still being built: nothing to save yet, and a build of many
+    envs can take minutes), a signal aborts at once instead of waiting for a step.
     """
 
     def __init__(self) -> None:
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
+        self._polled = False
 
     @property
     def requested(self) -> bool:
+        self._polled = True  # the training loop is running: from now on a signal waits for the step to end
         return self.signum is not None
 
     @property
@@ -261,7 +265,10 @@ class GracefulInterrupt:
         return exit_code(self.signum) if self.signum is not None else 0
 
     def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested:
+        if self.signum is not None or not self._polled:
+            if not self._polled:
+                log.warning("%s received before training started: aborting (nothing trained yet)",
+                            signal.Signals(signum).name)
             raise KeyboardInterrupt
         self.signum = signum
         log.warning("%s received: stopping after this step and saving a checkpoint (send it again to abort)",

@@ -264,6 +264,27 @@ COUNT: Rule = (lambda v: _integer(v) and v >= 1, "an integer >= 1")
 SEED_MAX = 2**32 - 1
 SEED: Rule = (lambda v: _integer(v) and 0 <= v <= SEED_MAX, "an integer in [0, 2**32 - 1] (0..4294967295)")
 NATURAL: Rule = (lambda v: _integer(v) and v >= 0, "an integer >= 0")
+
+
+def bounded(low: int, high: int, what: str = "") -> Rule:
+    """An integer in ``[low, high]``: size keys get an upper bound so that ``n_envs=10**20`` is refused before
+    anything is allocated (``what`` says what the bound guards)."""
+    note = f" ({what})" if what else ""
+    return (lambda v: _integer(v) and low <= v <= high, f"an integer in [{low}, {high:_}]{note}")
+
+
+#: upper bounds of the size keys, far above any run of this suite, well below an allocation that cannot succeed.
+N_ENVS_MAX = 4096
+STEPS_MAX = 10**12
+BUFFER_MAX = 10**8
+BATCH_MAX = 10**7
+EPISODES_MAX = 10**6
+#: n_envs and the like (envs built at once), total timesteps, replay buffer and batch sizes, instances/episodes.
+N_ENVS: Rule = bounded(1, N_ENVS_MAX, "envs built at once")
+STEPS: Rule = bounded(0, STEPS_MAX, "env steps")
+BUFFER: Rule = bounded(1, BUFFER_MAX, "transitions held in memory")
+BATCH: Rule = bounded(1, BATCH_MAX, "transitions per batch")
+EPISODES: Rule = bounded(1, EPISODES_MAX, "played one after another")
 OPTIONAL_POSITIVE: Rule = (lambda v: v is None or (_number(v) and v > 0), "null or a finite number > 0")
 
 
@@ -281,18 +302,18 @@ def _float(text: str) -> float:
 
 
 ALGO_RULES: dict[str, Rule] = {
-    "default_steps": NATURAL,
+    "default_steps": STEPS,
     "learning_rate": POSITIVE,
     "lr": POSITIVE,
     "lr_final": OPTIONAL_POSITIVE,
     "gamma": UNIT,
     "tau": UNIT,
-    "buffer_size": COUNT,
-    "batch_size": COUNT,
+    "buffer_size": BUFFER,
+    "batch_size": BATCH,
     "learning_starts": NATURAL,
     "train_freq": COUNT,
     "gradient_steps": (lambda v: _integer(v) and (v >= 1 or v == -1), "an integer >= 1, or -1 (one per env step)"),
-    "n_steps": COUNT,
+    "n_steps": BATCH,
     "n_epochs": COUNT,
     "target_update_interval": COUNT,
     "exploration_fraction": PROBABILITY,
@@ -313,12 +334,12 @@ ALGO_RULES: dict[str, Rule] = {
     "max_minutes": POSITIVE,
     "entropy_coef": NON_NEGATIVE,
     # the custom trainers' (their from_dict checks the rest, e.g. corais_uec's samples >= 2)
-    "samples": COUNT,
-    "seeds_per_batch": COUNT,
+    "samples": BATCH,
+    "seeds_per_batch": BATCH,
     "greedy_phase": PROBABILITY,
     "eval_every": COUNT,
-    "eval_instances": COUNT,
-    "eval_episodes": COUNT,
+    "eval_instances": EPISODES,
+    "eval_episodes": EPISODES,
     "eval_time_limit": POSITIVE,
     "eval_seed": SEED,
     "checkpoint_every": COUNT,

@@ -52,7 +52,7 @@ from agents.loading import (
     resolve_policy,
     split_ablation,
 )
-from agents.registry import SEED, check_env_kwargs, check_writable_folder
+from agents.registry import EPISODES, SEED, check_env_kwargs, check_writable_folder
 from edge_sched_gym import CONF_DIR
 from envs.problems import get_problem
 from offline.provenance import check_output_path
@@ -108,9 +108,27 @@ def check_keys(cfg: DictConfig) -> None:
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} is invalid: expected an integer >= 1")
+    """``instances``/``episodes``: an integer in [1, EPISODES_MAX], checked before anything is built."""
+    if not EPISODES[0](value):
+        raise ValueError(f"{name}={value!r} is invalid: expected {EPISODES[1]}")
     return int(value)
+
+
+def check_render(value: Any) -> bool:
+    """``render`` is true or false (``render=maybe`` was silently taken as true)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"render={value!r} is invalid: expected true or false (true saves <out>/pictures/"
+                         "<policy>.png, drawn with render_mode='rgb_array')")
+    return value
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during an evaluation: says which outputs were written before it."""
+
+    def __init__(self, out_dir: Path, written: list[str]) -> None:
+        self.out_dir, self.written = out_dir, written
+        done = ", ".join(written) if written else "nothing"
+        super().__init__(f"interrupted: outputs written so far in {out_dir}: {done}")
 
 
 def problem_hook(env_id: str) -> EvaluationHook:
@@ -141,6 +159,7 @@ def resolve_settings(cfg: DictConfig) -> dict[str, Any]:
             check_run_model(inner)
     names = [inner for p in policies if not is_run_path(inner := split_ablation(p)[1])]
     hook.check_policy_names(env_id, names, available_policies(env_id))  # a problem may accept more forms
+    check_render(cfg.get("render", False))
     instances = _positive_int("instances", cfg.instances if cfg.instances is not None else defaults["instances"])
     episodes = _positive_int("episodes", cfg.episodes if cfg.episodes is not None else defaults["episodes"])
     seed = cfg.seed
@@ -370,17 +389,52 @@ def run(cfg: DictConfig) -> Path:
 
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep what was written and say what it is
+        import signal
+        import threading
+
+        main = threading.current_thread() is threading.main_thread()
+        stops = (signal.SIGINT, signal.SIGTERM)
+        before = [signal.signal(s, signal.SIG_IGN) for s in stops] if main else []  # a second Ctrl-C here
+        try:  # must not hide the message
+            written = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
+        finally:
+            for sig, handler in zip(stops, before, strict=False):
+                signal.signal(sig, handler)
+        raise EvaluationInterrupted(out_dir, written) from None
     print(out_dir, flush=True)
     return out_dir
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends an evaluation like Ctrl-C (a KeyboardInterrupt), so both exit promptly with one message."""
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from edge_sched_gym.train import check_hydra_keys
+
+    _stop_on_sigterm()
     try:
+        check_hydra_keys(HydraConfig.get())
         run(cfg)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    except EvaluationInterrupted as stop:
+        print(str(stop), file=sys.stderr)
+        sys.exit(130)
+    except KeyboardInterrupt:  # before the output folder existed
+        print("interrupted before the output folder was made: no outputs written", file=sys.stderr)
+        sys.exit(130)
 
 
 def cli() -> None:

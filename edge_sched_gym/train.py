@@ -57,8 +57,20 @@ from omegaconf.errors import OmegaConfBaseException
 
 # re-exported: benchmarks/training_speed's worker reads them as train.<name>
 from agents.ppo import fast_distributions, is_maskable_ppo, learn_kwargs, speed_up_policy
-from agents.registry import COUNT, NATURAL, SEED, Rule, check_ranges, check_writable_folder, register_configs
+from agents.registry import (
+    COUNT,
+    EPISODES,
+    N_ENVS,
+    NATURAL,
+    SEED,
+    STEPS,
+    Rule,
+    check_ranges,
+    check_writable_folder,
+    register_configs,
+)
 from edge_sched_gym import CONF_DIR
+from offline.provenance import check_output_path
 
 log = logging.getLogger("train")
 
@@ -123,15 +135,42 @@ class TrainConfig:
 
 #: ranges of the top-level keys (types are the schema's).
 TOP_RULES: dict[str, Rule] = {
-    "steps": NATURAL,
+    "steps": STEPS,
     "seed": SEED,
-    "n_envs": COUNT,
+    "n_envs": N_ENVS,
     "threads": COUNT,
     "checkpoint_freq": COUNT,
     "eval.freq": NATURAL,
-    "eval.episodes": COUNT,
+    "eval.episodes": EPISODES,
     "eval.seed": SEED,
 }
+
+
+def check_hydra_keys(hydra_cfg: Any) -> None:
+    """Refuse keys under ``hydra.`` that Hydra does not define (``+hydra.foo=1`` was silently accepted): the composed
+    hydra node against Hydra's own HydraConf schema, in its typed parts (the launcher, sweeper, logging and
+    callbacks nodes hold their plugins' own keys and are left to them)."""
+    import dataclasses
+
+    from hydra.conf import HydraConf
+
+    def walk(node: Any, schema: Any, prefix: str) -> None:
+        if not (isinstance(node, DictConfig) and isinstance(schema, DictConfig)):
+            return
+        typ = OmegaConf.get_type(schema)
+        if typ is None or not dataclasses.is_dataclass(typ):
+            return
+        typed = set(schema.keys())  # ``in`` is False for a key whose default is MISSING (e.g. run.dir)
+        # Hydra's own config group hydra/env (in its defaults list) is not a HydraConf field
+        known = typed | {"env"} if prefix == "hydra." else typed
+        for key in node:
+            if key not in known:
+                raise ValueError(f"{prefix}{key} is not a Hydra setting; valid keys under {prefix[:-1]}: "
+                                 f"{sorted(str(k) for k in known)}")
+            if key in typed:
+                walk(node._get_node(key), schema._get_node(key), f"{prefix}{key}.")
+
+    walk(hydra_cfg, OmegaConf.structured(HydraConf), "hydra.")
 
 
 def register_schemas() -> None:
@@ -597,6 +636,7 @@ def run(cfg: DictConfig, overrides: list[str] | None = None) -> Path:
     else:
         prepared = prepare(cfg, overrides)
         check_writable_folder("out", str(prepared.cfg.out))
+        check_output_path(str(prepared.cfg.out), publish=False)  # run folders never go among checked-in files
     top = prepared.cfg
     probe_env, mask_dim = check_fit(prepared)
     probe_env.close()
@@ -869,6 +909,7 @@ def main(cfg: DictConfig) -> None:
     from agents.callbacks import TrainingInterrupted
 
     try:
+        check_hydra_keys(HydraConfig.get())
         run(cfg, overrides=list(HydraConfig.get().overrides.task))
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

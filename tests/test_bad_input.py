@@ -10,8 +10,10 @@ evaluate.py's keys. Values that a field legitimately accepts are listed in ``ACC
 from __future__ import annotations
 
 import dataclasses
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +186,10 @@ TRAIN_CASES: list[tuple[str, str]] = [
     ("out=''", "out"), ("+algo.policy_kwargs.features_extractor_class=os:getcwd", "features_extractor_class"),
     ("+algo.policy_kwargs.activation_fn=agents.nowhere:Relu", "activation_fn"), ("env.reference_policy=rescu", "reference_policy"),
     ("+env.kwargs.render_mode=1", "render_mode"),
+    # issue 37: size keys have an upper bound, checked before anything is allocated (n_envs=10**20 took 9.5 GB)
+    ("n_envs=100000000000000000000", "n_envs"), ("n_envs=5000", "n_envs"), ("steps=10000000000000", "steps"),
+    ("algo.buffer_size=1000000000000", "buffer_size"), ("algo.batch_size=100000000000", "batch_size"),
+    ("eval.episodes=10000000", "episodes"),
 ]
 DQN_CASES: list[tuple[str, str]] = [
     ("algo.exploration_fraction=1.5", "exploration_fraction"), ("algo.exploration_final_eps=-0.1", "exploration_final_eps"),
@@ -249,6 +255,9 @@ EVALUATE_CASES: list[tuple[list[str], str]] = [
                                                        "instances=1", "episodes=1", "sweeps=[{name: a}]"], "parameter"),
     (["env.kwargs.scenario=tiny", "+evaluation_kwargs.policy_kwargs={rescue: {foo: 1}}", "policies=[rescue]",
       "instances=1", "episodes=1"], "foo"),
+    # issue 37: render is a bool (render=maybe was taken as true); instances and episodes have an upper bound
+    (["render=maybe"], "render"), (["render=1"], "render"), (["instances=10000000"], "instances"),
+    (["episodes=100000000000000000000"], "episodes"),
 ]
 
 
@@ -279,6 +288,10 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("train.py", ["+env.kwargs.foo=1"], "foo"),
     ("evaluate.py", ["+quickk=1"], "quickk"),
     ("evaluate.py", ["+env.kwargs.foo=1"], "foo"),
+    # issue 37: keys under hydra. that Hydra does not define were silently accepted
+    ("train.py", ["+hydra.foo=1"], "hydra.foo"), ("evaluate.py", ["+hydra.foo=1"], "hydra.foo"),
+    ("train.py", ["+hydra.job.bar=1"], "hydra.job.bar"), ("evaluate.py", ["render=maybe"], "render"),
+    ("train.py", ["n_envs=100000000000000000000"], "n_envs"),
 ]
 
 
@@ -292,3 +305,70 @@ def test_bad_input__command_line_exits_2_naming_the_key_without_a_traceback(
     assert "Traceback" not in result.stderr
     assert "error:" in result.stderr and key in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("overrides", [[], ["hydra.job.chdir=false"], ["+hydra.job.env_set.X=1"],
+                                       ["hydra.run.dir=/tmp/x"], ["hydra.verbose=true"]])
+def test_bad_input__hydra_keys_that_hydra_defines_are_accepted(overrides: list[str]):
+    from edge_sched_gym.train import check_hydra_keys
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("evaluate", overrides=overrides, return_hydra_config=True)
+    check_hydra_keys(cfg.hydra)  # no error
+
+
+@pytest.mark.parametrize(("override", "key"), [("+hydra.foo=1", "hydra.foo"), ("+hydra.job.bar=1", "hydra.job.bar"),
+                                               ("+hydra.run.where=1", "hydra.run.where")])
+def test_bad_input__hydra_keys_that_hydra_does_not_define_are_refused(override: str, key: str):
+    from edge_sched_gym.train import check_hydra_keys
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("evaluate", overrides=[override], return_hydra_config=True)
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+        check_hydra_keys(cfg.hydra)
+
+
+# ------------------------------------------------------------------------------------------- interrupts
+def test_bad_input__evaluate_interrupted_says_what_was_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C during the evaluation: an EvaluationInterrupted (a KeyboardInterrupt) naming the files written so far,
+    and the folder kept."""
+    from edge_sched_gym import evaluate
+
+    def interrupted(cfg: Any, out_dir: Path) -> list[dict]:
+        (out_dir / "partial.csv").write_text("policy\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "evaluate_once", interrupted)
+    out = tmp_path / "out"
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with pytest.raises(evaluate.EvaluationInterrupted) as stop:
+        evaluate.run(_evaluate_cfg(["env.kwargs.scenario=tiny", "policies=[random]", "instances=1", "episodes=1",
+                                    f"out={out}"]))
+    assert stop.value.out_dir == out and stop.value.written == ["config.yaml", "partial.csv"]
+    assert "config.yaml" in str(stop.value) and "partial.csv" in str(stop.value)
+    assert (out / "config.yaml").exists()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers, "handlers restored"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_bad_input__evaluate_command_line_interrupted_exits_promptly_with_one_line(sig: int, tmp_path: Path):
+    """A signal during a long evaluation: exit status 130, one line naming what was written, no traceback."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "evaluate.py"), "env=uec-v0", "instances=1000",
+                             "episodes=1000", f"out={out}", "progress=false"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):  # the folder exists once validation passed and the evaluation started
+            if (out / "config.yaml").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()[-2000:] if proc.stderr else ""
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    assert "interrupted" in err and "config.yaml" in err

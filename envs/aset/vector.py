@@ -150,12 +150,12 @@ class ASETVectorEnv(SubEnvBatch):
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list of N seeds or None."""
+        self.check_open("reset")
         seeds = self.sub_env_seeds(seed)
         infos = self._empty_info()
         for i in range(self.num_envs):
             self._reset_sub_env(i, infos, seed=seeds[i], options=options)
         self._started = True
-        self.closed = False
         self._pending_reset = np.zeros(self.num_envs, bool)
         return self._obs.copy(), infos
 
@@ -164,8 +164,7 @@ class ASETVectorEnv(SubEnvBatch):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action (sub-envs that ended at the last step reset instead in
         ``NEXT_STEP`` mode); returns batched observations, float64 rewards, bool flags and infos."""
-        if self.closed:
-            raise RuntimeError("step() after close(): the vector env is closed; call reset() first")
+        self.check_open("step")
         if not self._started:
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
@@ -239,7 +238,7 @@ class ASETVectorEnv(SubEnvBatch):
         return self._mask.copy()
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every sub-env; ``step`` then raises RuntimeError until the next ``reset``."""
+        """Close every sub-env; ``step`` and ``reset`` then raise VectorEnvClosedError."""
         for env in self.envs:
             env.close()
 

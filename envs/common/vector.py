@@ -16,7 +16,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from envs.common.validation import check_choice, check_in_range, check_seed
 
-__all__ = ["SubEnvBatch"]
+__all__ = ["SubEnvBatch", "VectorEnvClosedError"]
+
+
+class VectorEnvClosedError(gym.error.ClosedEnvironmentError, RuntimeError):
+    """``step``/``reset`` on a closed native vector env (Gymnasium's AsyncVectorEnv raises ClosedEnvironmentError
+    there too); a RuntimeError as well, as before."""
 
 
 class SubEnvBatch(VectorEnv):
@@ -36,6 +41,12 @@ class SubEnvBatch(VectorEnv):
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         self.num_envs = int(num_envs)
         self.render_mode = None
+
+    def check_open(self, method: str) -> None:
+        """Raise :class:`VectorEnvClosedError` when ``close()`` was called: a closed vector env stays closed."""
+        if self.closed:
+            raise VectorEnvClosedError(f"{method}() after close(): this {type(self).__name__} is closed; make a new "
+                                       "one (gymnasium.make_vec) to play again")
 
     def sub_env_seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         """The reset seed of each sub-env: an int gives ``seed + i``, a list one (checked) seed each, None None."""

@@ -143,6 +143,7 @@ class CoRaiSVectorEnv(SubEnvBatch):
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list or None."""
+        self.check_open("reset")
         seeds = self.sub_env_seeds(seed)
         options = check_reset_options(options, ("instance",))
         for env, s in zip(self.envs, seeds, strict=True):
@@ -157,6 +158,7 @@ class CoRaiSVectorEnv(SubEnvBatch):
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Dispatch every sub-env's batch (or auto-reset it, see Autoreset) with ``actions`` (N, Z)."""
+        self.check_open("step")
         if not self._started:
             raise RuntimeError("call reset() before step(): the vector env has no episode")
         acts = self._check_actions(actions)
@@ -200,7 +202,7 @@ class CoRaiSVectorEnv(SubEnvBatch):
         return self._observation(), rewards, terminated, truncated, infos
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Release the episodes; ``step()`` then raises RuntimeError until the next ``reset()``."""
+        """Release the episodes; ``step()`` and ``reset()`` then raise VectorEnvClosedError."""
         self._started = False
 
     # --- internals -----------------------------------------------------------------------------

@@ -321,6 +321,7 @@ class OINCVectorEnv(SubEnvBatch):
     # --- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list or None."""
+        self.check_open("reset")
         seeds = self.sub_env_seeds(seed)
         obs, infos = self._reset_all(seeds, options)
         self._started = True
@@ -349,6 +350,7 @@ class OINCVectorEnv(SubEnvBatch):
     def step(self, actions: Any):
         """Step every sub-env with its row of ``actions`` ((N, 3·I) integers); auto-resets as in the class
         docstring (every sub-env's episode ends at the same step)."""
+        self.check_open("step")
         if not self._started:
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
@@ -379,7 +381,7 @@ class OINCVectorEnv(SubEnvBatch):
         return obs, rewards, terminated, truncated, infos
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close the sub-envs; ``step()`` then raises RuntimeError until the next ``reset()``."""
+        """Close the sub-envs; ``step()`` and ``reset()`` then raise VectorEnvClosedError."""
         for env in self.envs:
             env.close()
         self._started = False

@@ -350,6 +350,7 @@ class UECVectorEnv(SubEnvBatch):
     # --- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env: ``seed`` an int (sub-env i gets ``seed + i``), a list or None."""
+        self.check_open("reset")
         seeds = self.sub_env_seeds(seed)
         for i, env in enumerate(self.envs):
             env.reset(seed=seeds[i], options=options)
@@ -361,6 +362,8 @@ class UECVectorEnv(SubEnvBatch):
         return obs, self._base_info()
 
     def step(self, actions: Any):
+        """Step every sub-env with its action; raises after ``close()`` (VectorEnvClosedError) or before ``reset()``."""
+        self.check_open("step")
         if not self._started:
             raise RuntimeError("call reset() before step()")
         raw = self._check_actions(actions)

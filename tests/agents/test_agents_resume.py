@@ -126,6 +126,14 @@ def test_resume__graceful_interrupt_turns_sighup_and_sigterm_into_a_request_and_
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_resume__a_signal_before_the_training_loop_polls_aborts_at_once():
+    """While envs and model are still being built (nothing to save), SIGTERM must not wait for a first step."""
+    with GracefulInterrupt() as interrupt, pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+    assert interrupt.signum is None
+
+
 CORAIS_ALGO = {"batch_size": 4, "samples": 4, "lr_final": None, "eval_every": 100, "eval_instances": 2,
                "eval_time_limit": 0.5, "checkpoint_every": 100,
                "model": {"embed_dim": 16, "edge_layers": 1, "request_layers": 1, "heads": 2, "ff_hidden": 16}}

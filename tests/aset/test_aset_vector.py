@@ -218,8 +218,8 @@ def test_aset_vector__step_before_reset_and_after_close_raises():
     assert vec.closed and all(env._closed for env in vec.unwrapped.envs)
     with pytest.raises(RuntimeError, match="close"):
         vec.step(np.zeros(2, np.int64))
-    vec.reset(seed=0)  # reset reopens it, as it does the single env
-    vec.step(np.zeros(2, np.int64))
+    with pytest.raises(RuntimeError, match="after close"):  # a closed vector env stays closed
+        vec.reset(seed=0)
 
 
 @pytest.mark.parametrize("actions", [

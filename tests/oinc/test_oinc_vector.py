@@ -176,8 +176,10 @@ def test_vector_env__step_before_reset_and_after_close_raises():
     vec.reset(seed=0)
     vec.step(actions)
     vec.close()
-    with pytest.raises(RuntimeError, match="reset"):
+    with pytest.raises(RuntimeError, match="after close"):
         vec.step(actions)
+    with pytest.raises(RuntimeError, match="after close"):  # a closed vector env stays closed
+        vec.reset(seed=0)
 
 
 @pytest.mark.parametrize("actions", [
