@@ -36,3 +36,14 @@ settings.register_profile(
 )
 settings.register_profile("thorough", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def restore_torch():
+    """Undo what rl-zoo3 and agents.zoo change process-wide (torch's thread count, distribution argument checks)."""
+    import torch
+
+    threads, validate = torch.get_num_threads(), torch.distributions.Distribution._validate_args
+    yield
+    torch.set_num_threads(threads)
+    torch.distributions.Distribution.set_default_validate_args(validate)

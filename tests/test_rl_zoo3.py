@@ -25,15 +25,8 @@ import agents.zoo as zoo  # noqa: E402
 ENV_IDS = ["UEC-v0", "OINC-v0", "ASET-v0", "ASET-v1", "CoRaiS-v0", "CoRaiS-v1"]
 
 
-@pytest.fixture(autouse=True)
-def _restore_torch():
-    """rl-zoo3 sets torch's thread count and agents.zoo turns distribution checks off: undo both for later tests."""
-    import torch
-
-    threads, validate = torch.get_num_threads(), torch.distributions.Distribution._validate_args
-    yield
-    torch.set_num_threads(threads)
-    torch.distributions.Distribution.set_default_validate_args(validate)
+#: rl-zoo3 sets torch's thread count and agents.zoo turns distribution checks off: undone after each test
+pytestmark = pytest.mark.usefixtures("restore_torch")
 
 
 def _zoo(monkeypatch, *args: str) -> None:

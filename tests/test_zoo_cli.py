@@ -35,15 +35,8 @@ class _Payload:
         return (exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",))
 
 
-@pytest.fixture(autouse=True)
-def _restore_torch():
-    """rl-zoo3 sets torch's thread count and agents.zoo turns distribution checks off: undo both for later tests."""
-    import torch
-
-    threads, validate = torch.get_num_threads(), torch.distributions.Distribution._validate_args
-    yield
-    torch.set_num_threads(threads)
-    torch.distributions.Distribution.set_default_validate_args(validate)
+#: rl-zoo3 sets torch's thread count and agents.zoo turns distribution checks off: undone after each test
+pytestmark = pytest.mark.usefixtures("restore_torch")
 
 
 @pytest.fixture(scope="module")
