@@ -217,7 +217,7 @@ def test_train__failure_before_training_starts_removes_the_run_folder(tmp_path, 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["algo=dqn", "algo.buffer_size=0"], "algo.buffer_size=0 is invalid: expected an integer >= 1"),
+        (["algo=dqn", "algo.buffer_size=0"], "algo.buffer_size=0 is invalid: expected an integer in \\[1, "),
         (["algo=dqn", "algo.tau=2.0"], r"algo.tau=2.0 is invalid: expected a number in \(0, 1\]"),
         (["algo=dqn", "algo.exploration_initial_eps=0.2", "algo.exploration_final_eps=0.5"],
          r"algo.exploration_final_eps=0.5 is invalid: expected a number in \[0, algo.exploration_initial_eps=0.2\]"),
