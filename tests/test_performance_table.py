@@ -49,6 +49,7 @@ def test_write_rows_replaces_one_benchmarks_rows_and_keeps_the_others(tmp_path):
     assert page_with_table(f"a\n{TABLE_BEGIN}\nold\n{TABLE_END}\nb", rows).endswith(f"{TABLE_END}\nb")
 
 
+@pytest.mark.slow  # 12 s: a benchmark's smoke run, kept out of the default suite's 8 minutes
 def test_training_speed_benchmark_runs_its_worker_and_reports_learner_and_random_rates():
     """The worker snippet builds the learner as train.py does (a smoke run; no timing is asserted)."""
     import subprocess
