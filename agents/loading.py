@@ -31,7 +31,7 @@ from gymnasium import spaces
 from omegaconf import OmegaConf
 
 from agents.registry import get_spec
-from envs.allowlist import ALLOWED, ALLOWED_MODULES, NotAllowedError, allow, check_allowed, import_allowed
+from envs.allowlist import ALLOWED, NotAllowedError, allow, check_allowed, import_allowed
 from envs.problems import get_problem, load_attr, wrap
 
 __all__ = ["ALLOWED_CLASSES", "ModelFileError", "UnsafeFileError", "allow", "allowed_class", "load_run_config",
@@ -364,8 +364,6 @@ def _check_policy_kwargs(kwargs: Any, where: str) -> None:
             check_allowed(value, f"refusing {where}.policy_kwargs.{key}", UnsafeFileError)
 
 
-#: the allow-list's module entries (kept for compatibility: :mod:`envs.allowlist` is the one list now)
-RUN_WRAPPER_MODULES: tuple[str, ...] = tuple(sorted(ALLOWED_MODULES))
 
 
 def check_no_symlinks(folder: Path | str, key: str = "resume") -> None:

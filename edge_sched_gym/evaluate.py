@@ -55,7 +55,7 @@ from agents.loading import (
 from agents.registry import EPISODES, SEED, check_env_kwargs, check_writable_folder
 from edge_sched_gym import CONF_DIR
 from envs.problems import get_problem
-from offline.provenance import check_output_path
+from offline.provenance import check_output_path, parse_bool
 from offline.runner import EvaluationHook, evaluate, get_hook, label_policies
 
 #: Used where a problem's hook does not say (its ``default_evaluation``).
@@ -350,10 +350,7 @@ def run(cfg: DictConfig) -> Path:
         module, _, function = str(cfg.runner).partition(":")
         return getattr(importlib.import_module(module), function)(cfg)
     resolve_settings(cfg)  # fail at once on bad input, before any work
-    publish = cfg.get("publish", False)
-    if not isinstance(publish, bool):
-        raise ValueError(f"publish={publish!r} is invalid: expected true or false (true: out= may be a checked-in "
-                         "folder such as results/...)")
+    publish = parse_bool("publish", cfg.get("publish", False))
     check_writable_folder("out", str(cfg.out or DEFAULT_OUT))
     if cfg.get("out"):
         check_output_path(str(cfg.out), publish=publish, key="out")  # checked-in results change only on purpose
