@@ -168,11 +168,13 @@ def enjoy(argv: list[str]) -> float:
         import torch
 
         torch.set_num_threads(args.num_threads)
+    from offline.protocol import policy_env
+
     model, env = load_zoo_model(args.folder, args.algo, args.env, args.exp_id)
     print(f"Loaded {args.folder}/{args.algo}/{args.env}_* safely (agents.loading)")
     policy = SB3ModelPolicy(model, name=args.algo, deterministic=not args.stochastic)
     obs, info = env.reset(seed=args.seed)
-    policy.reset(env, args.seed)
+    policy.reset(policy_env(env, policy), args.seed)
     rewards, total, episode = [], 0.0, 0
     for _ in range(args.n_timesteps):
         obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
@@ -184,7 +186,7 @@ def enjoy(argv: list[str]) -> float:
             episode += 1
             total = 0.0
             obs, info = env.reset(seed=args.seed + episode)
-            policy.reset(env, args.seed + episode)
+            policy.reset(policy_env(env, policy), args.seed + episode)
     env.close()
     mean = float(np.mean(rewards)) if rewards else float("nan")
     if rewards:

@@ -21,6 +21,7 @@ from envs.aset.dynamics import (
 from envs.aset.generator import TOPOLOGIES, V1_DEFAULTS, Scenario, build_instance
 from envs.aset.types import CLUSTER_TIERS, POLICY_NAMES, Instance, State
 from envs.common import instance_io
+from envs.common.fork import present_copy
 from envs.common.instance_io import InstanceSchema, check_array
 from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import (
@@ -132,6 +133,9 @@ class ASETEnv(gym.Env):
       queue per worker) and every capacity C_v x 5/3, so that lambda = 100, the paper's stress load,
       offers 88 % of the total capacity (v0: 147 %, every policy rejects a third of the queries).
     """
+
+    #: what a policy's view shows besides the instance and spaces (offline.protocol.PolicyView): the present only
+    POLICY_VISIBLE: tuple[str, ...] = ("fork",)
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
     #: The registered id and the Scenario defaults that distinguish this version.
@@ -269,6 +273,29 @@ class ASETEnv(gym.Env):
         failure / rejection fractions and the offered load (see ``envs.aset.render``). None (with a
         warning) without a render mode."""
         return render_frame(self, started=self._history is not None, module="envs.aset.render")
+
+    def fork(self, rng: np.random.Generator) -> ASETEnv:
+        """An independent copy of the env in its present state whose unrevealed randomness is redrawn from ``rng``.
+
+        The copy shares the (immutable) instance and holds the same live streams, bindings, clock and last window;
+        what no scheduler has observed yet is drawn afresh from the instance's distributions: the arrivals of the
+        windows to come and the random policies' choices (new ``_arrival_rng`` / ``_choice_rng``), and the end of
+        every live stream's life, redrawn from the exponential lifetime (memoryless, so this is its law given that
+        the stream is still alive). So the fork holds no information about the realised future: the
+        non-anticipative online references (``offline.aset.online``) simulate candidates on forks; two forks
+        made from generators in the same state are identical (common random numbers across candidates).
+        """
+        twin, _ = present_copy(self, rng, started=not self._needs_reset)
+        seeds = rng.integers(0, 2**63 - 1, size=2)
+        twin._arrival_rng = np.random.default_rng(int(seeds[0]))
+        twin._choice_rng = np.random.default_rng(int(seeds[1]))
+        streams = twin.state.streams
+        if len(streams):
+            inst = self.instance
+            life_s = rng.exponential(inst.mean_lifetime_s, size=len(streams))
+            first = twin.state.window * inst.sub_windows  # every kept stream is alive in this sub-window
+            streams.end_sub = first + np.maximum(1, np.ceil(life_s / inst.sub_window_s)).astype(np.int64) - 1
+        return twin
 
     def action_masks(self) -> np.ndarray:
         """All seven policies are always allowed (for uniformity with the masked envs)."""

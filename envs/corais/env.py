@@ -121,6 +121,9 @@ class CoRaiSEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
       exceeds the backlog-only bound on almost every instance (v0: on 0-55 % depending on the scale).
     """
 
+    #: what a policy's view shows besides the instance and spaces (offline.protocol.PolicyView): the present only
+    POLICY_VISIBLE: tuple[str, ...] = ()
+
     metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
     #: The registered id and the Scenario defaults that distinguish this version.
     env_id: ClassVar[str] = "CoRaiS-v0"

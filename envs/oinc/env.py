@@ -13,10 +13,12 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.common import instance_io
+from envs.common.fork import present_copy
 from envs.common.render import RENDER_FPS, RENDER_MODES, check_render_mode, render_frame
 from envs.common.validation import check_bool, check_choice, check_in_range, check_reset_options, check_seed
 from envs.oinc import dynamics as dyn
-from envs.oinc.generator import Scenario, make_scenario
+from envs.oinc import workload
+from envs.oinc.generator import REFERENCE_SET_SIZE, Scenario, make_scenario
 from envs.oinc.retraining import RetrainingController, make_controller
 from envs.oinc.types import INSTANCE_SCHEMA as INSTANCE_SCHEMA  # the instance file schema (envs.common.instance_io)
 from envs.oinc.types import EpisodeDraws, Instance, Jobs
@@ -173,6 +175,10 @@ class OINCEnv(gym.Env):
       ``observation="extended"`` gains the edges' CPU frequencies (J more entries; the default ``paper``
       observation is unchanged).
     """
+
+    #: what a policy's view shows besides the instance and spaces (offline.protocol.PolicyView): the present only
+    POLICY_VISIBLE: tuple[str, ...] = ("current_tasks", "inference_share", "action_from_shares", "observation_as",
+                                       "observation_space_as", "num_devices", "num_edges", "psi", "fork")
 
     metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
 
@@ -485,14 +491,45 @@ class OINCEnv(gym.Env):
         )
         return plan.ravel().astype(np.int64)
 
-    def episode_draws(self) -> EpisodeDraws:
+    def fork(self, rng: np.random.Generator) -> OINCEnv:
+        """An independent copy of the env in its present state whose unrevealed randomness is redrawn from ``rng``.
+
+        The copy shares the (immutable) instance and holds the same slot, jobs, controller state, reservation and
+        running totals; the present slot's tasks and jobs (already in the observation) are kept. Everything after
+        it is drawn afresh from the instance's distributions: the workload series continues the synthetic AR(1)
+        burst model from the present levels (the burst state guessed from them: on when their mean is above the
+        middle of the range), and the drift uniforms, job sizes and deadline slacks of later slots are new. A
+        trace instance's series is part of the instance (known), so it is kept. So the fork holds no information
+        about the realised future: the online references (``offline.oinc.online``) simulate candidates on forks;
+        two forks made from generators in the same state are identical (common random numbers).
+        """
+        twin, _ = present_copy(self, rng, started=self._draws is not None)
+        sc, inst, draws = self.scenario, self.instance, twin._draws
+        t, horizon, n_i = self.t, sc.horizon, inst.num_devices
+        later = max(horizon - t - 1, 0)
+        if later and (inst.trace_data_bits is None or inst.trace_cycles is None):
+            x = (draws.data_bits[t] / sc.bits_per_data_unit - sc.data_mb[0]) / (sc.data_mb[1] - sc.data_mb[0])
+            y = (draws.cycles[t] / 1e6 - sc.megacycles[0]) / (sc.megacycles[1] - sc.megacycles[0])
+            x, y = workload.continued_unit_series(rng, later, x, y, burst_prob=sc.burst_prob,
+                                                  burst_persistence=sc.burst_persistence, ar_coef=sc.ar_coef,
+                                                  noise_std=sc.noise_std)
+            draws.data_bits[t + 1:] = sc._map(x, sc.data_mb) * sc.bits_per_data_unit
+            draws.cycles[t + 1:] = sc._map(y, sc.megacycles) * 1e6
+        if later:
+            scale = sc.retrain_set_size / REFERENCE_SET_SIZE
+            draws.drift_u[t + 1:] = rng.random((later, n_i))
+            draws.job_cycles[t + 1:] = rng.uniform(*sc.retrain_gcycles, size=(later, n_i)) * 1e9 * scale
+            draws.job_slack_s[t + 1:] = rng.uniform(*sc.deadline_slack_s, size=(later, n_i))
+        return twin
+
+    def _episode_draws(self) -> EpisodeDraws:
         """The current episode's exogenous randomness (copies; for clairvoyant bounds and tests).
 
         Drawn entirely at reset and never changed by actions (tasks, drift uniforms, the jobs drift events would
         create); which drift events become jobs still depends on the policy.
         """
         if self._draws is None:
-            raise RuntimeError("call reset() before episode_draws()")
+            raise RuntimeError("call reset() before episode_draws(env)")
         return dataclasses.replace(self._draws, **{f.name: np.array(getattr(self._draws, f.name), copy=True)
                                                    for f in dataclasses.fields(self._draws)})
 

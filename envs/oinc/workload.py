@@ -57,20 +57,47 @@ def synthetic_unit_series(
     noise = rng.standard_normal((2, horizon, num_devices)) * noise_std
     x = np.empty((horizon, num_devices))
     y = np.empty((horizon, num_devices))
-    _burst_ar_levels(on, burst_u, noise, float(enter), float(leave), float(ar_coef), low, high, x, y)
+    start = np.where(on, high, low)
+    _burst_ar_levels(on, burst_u, noise, float(enter), float(leave), float(ar_coef), low, high,
+                     start + noise[0, 0], start + noise[1, 0], x, y)
+    return x, y
+
+
+def continued_unit_series(
+    rng: np.random.Generator,
+    steps: int,
+    level_x: np.ndarray,
+    level_y: np.ndarray,
+    *,
+    burst_prob: float,
+    burst_persistence: float,
+    ar_coef: float,
+    noise_std: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, I) levels that follow present levels ``level_x``, ``level_y`` (I,) under the model of
+    :func:`synthetic_unit_series`, the hidden burst state guessed from them (on when their mean is above the
+    middle of the two levels): a sample of the series' future given its present, for ``OINCEnv.fork``."""
+    low, high = 0.25, 0.75
+    on = (level_x + level_y) / 2.0 > (low + high) / 2.0
+    burst_u = rng.random((steps, level_x.size))
+    noise = rng.standard_normal((2, steps, level_x.size)) * noise_std
+    x = np.empty((steps, level_x.size))
+    y = np.empty((steps, level_x.size))
+    _burst_ar_levels(on, burst_u, noise, float(burst_prob), 1.0 - float(burst_persistence), float(ar_coef), low, high,
+                     np.asarray(level_x, float), np.asarray(level_y, float), x, y)
     return x, y
 
 
 @numba.njit(cache=True)
-def _burst_ar_levels(on, burst_u, noise, enter, leave, ar_coef, low, high, x, y):  # pragma: no cover (compiled)
-    """The per-slot recursion of ``synthetic_unit_series``, device by device: the same floating-point
-    operations in the same order as the numpy loop it replaces (no fastmath), so the same series, bit for
-    bit, about 15x faster (the loop over slots dominated every reset)."""
+def _burst_ar_levels(on, burst_u, noise, enter, leave, ar_coef, low, high, start_x, start_y, x, y):  # pragma: no cover
+    """The per-slot recursion of ``synthetic_unit_series`` from the levels ``start_x``, ``start_y``, device by
+    device: the same floating-point operations in the same order as the numpy loop it replaces (no fastmath), so
+    the same series, bit for bit, about 15x faster (the loop over slots dominated every reset)."""
     horizon, num_devices = burst_u.shape
     for i in range(num_devices):
         state = on[i]
-        level_x = (high if state else low) + noise[0, 0, i]
-        level_y = (high if state else low) + noise[1, 0, i]
+        level_x = start_x[i]
+        level_y = start_y[i]
         for t in range(horizon):
             u = burst_u[t, i]
             state = (u >= leave) if state else (u < enter)

@@ -186,8 +186,12 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
       draws the instance from the reset seed (it used OS entropy once, at construction; the default
       ``instance_seed=0`` is unchanged); a negative or non-integer reset seed, a non-bool
       ``resample_instance`` or ``options["resample"]`` and a bool action raise ValueError;
-      ``info["safe_action_mask"]`` added (information only: the dynamics are unchanged).
+      ``info["safe_action_mask"]`` added (information only: the dynamics are unchanged); ``present_state()`` added
+      (the present and past as copies, for online policies; in ``POLICY_VISIBLE``).
     """
+
+    #: what a policy's view shows besides the instance and spaces (offline.protocol.PolicyView): the present only
+    POLICY_VISIBLE: tuple[str, ...] = ("layout", "reserved_priority", "present_state")
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": RENDER_FPS}
     #: The last ``1 + K·L`` observation entries are the action mask (learners read replayed masks there).
@@ -367,7 +371,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
             info.update(self._episode_summary())
         return obs, float(reward), terminated, False, info
 
-    def episode_draws(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _episode_draws(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The current episode's realised randomness, read-only (for clairvoyant bounds and tests).
 
         Drawn entirely at reset and never changed by actions: (arrival slots (N,), their devices (N,),
@@ -375,7 +379,7 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
         draw ``step`` makes from the arrival's uniform; pre-emption may still cut it short).
         """
         if self._state is None:
-            raise RuntimeError("call reset() before episode_draws()")
+            raise RuntimeError("call reset() before episode_draws(env)")
         durations = np.stack(
             [cdf.searchsorted(self._duration_u, side="right") + 1 for cdf in self._duration_cdf], axis=1
         ).astype(np.int64)
@@ -384,6 +388,28 @@ class UECEnv(gym.Env[np.ndarray, np.int64]):
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the currently feasible actions (what sb3-contrib's MaskablePPO calls)."""
         return self._obs_table[self._state.decision, self._mask_start :] > 0.5
+
+    def present_state(self) -> dict[str, Any]:
+        """The episode's present and past only, as copies (what online policies such as ``offline.uec.online``
+        may read through a policy's view; the realised future stays hidden).
+
+        ``time`` (slot of the pending arrival, T after the end), ``decision`` (its index), ``busy_until`` (K,)
+        (first slot each server is free of retraining: the durations of accepted tasks are revealed in
+        ``info["duration"]``), ``task_start`` (K,), ``pair_slack`` (per server, the slack left in each reserved-task
+        interval constraint of ``instance.feasibility_pairs``, after the blocks so far), ``block_limits`` (K,) (longest
+        feasible block from now on each server, valid where it is idle), ``backlog`` (K,) (reserved work released
+        and unserved at the start of this slot) and ``blocks`` (every accepted task's (server, start, duration)).
+        """
+        st = self._state
+        if st is None:
+            raise RuntimeError("call reset() before present_state()")
+        cum, t = self._cum, st.time
+        limits = np.array([dynamics.max_feasible_block(pairs, st.pair_slack[k], cum[k], np.array([t]))[0]
+                           for k, pairs in enumerate(self._pairs)], np.int64)
+        return {"time": int(t), "decision": int(st.decision), "busy_until": st.busy_until.copy(),
+                "task_start": st.task_start.copy(), "pair_slack": [s.copy() for s in st.pair_slack],
+                "block_limits": limits, "backlog": st.backlog[min(t, self.instance.horizon)].copy(),
+                "blocks": list(st.blocks)}
 
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: one status line; ``"rgb_array"``: a Gantt chart of the servers over the horizon

@@ -112,25 +112,32 @@ def best_cycle(env: gym.Env, candidates: list[tuple[int, ...]], seeds: list[int]
 class BestStaticHindsightPolicy:
     """Plays the static policy with the best success rate on this very episode (reads the future).
 
-    At reset it runs each of the seven static policies on a copy of ``env`` (same instance, same reset
-    seed, so the same arrivals) and then holds the best one. Needs the episode's reset seed.
+    At reset it plays each of the seven static policies on a copy of ``env`` taken right after its reset (same
+    instance, state and random streams, so the same arrivals) and then holds the best one.
     """
 
     name = HINDSIGHT
+    #: reads the episode's future (offline.protocol): gets the env itself, a clairvoyant reference
+    clairvoyant = True
 
     def __init__(self) -> None:
         self.choice = 0
         self.success_by_policy: dict[str, float] = {}
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        if seed is None:
-            raise ValueError("seed=None is invalid for best_static_hindsight: expected the episode's reset seed")
+        import copy
+
         base = env.unwrapped
-        copy = type(base)(**base.init_kwargs)  # the same version (ASET-v0 or v1)
-        options = {"instance": base.instance}
+        if base.state.window != 0:
+            raise RuntimeError("reset(env) right after env.reset(): the hindsight policy replays the whole episode")
         for index, name in enumerate(POLICY_NAMES):
+            sim = copy.deepcopy(base, {id(base.instance): base.instance})  # the instance is immutable: shared
             tally = EpisodeTally(base.instance.num_apps)
-            run_episode(copy, StaticPolicy(index), seed=seed, options=options, on_step=tally)
+            done = False
+            while not done:
+                _, _, terminated, truncated, info = sim.step(index)
+                tally(info)
+                done = terminated or truncated
             self.success_by_policy[name] = tally.metrics(base.instance.app_names)["success_rate"]
         self.choice = POLICY_NAMES.index(max(POLICY_NAMES, key=self.success_by_policy.__getitem__))
 
@@ -149,6 +156,8 @@ class LookaheadOracle:
     """
 
     name = "lookahead_oracle"
+    #: reads the episode's future (offline.protocol): gets the env itself, a clairvoyant reference
+    clairvoyant = True
 
     def __init__(self, horizon: int = 6, base: tuple[str | int, ...] = ("least_impedance", "least_impedance", "farthest")) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
@@ -199,6 +208,8 @@ class ClairvoyantBeamPolicy:
     """
 
     name = CLAIRVOYANT_BEAM
+    #: reads the episode's future (offline.protocol): gets the env itself, a clairvoyant reference
+    clairvoyant = True
 
     def __init__(self, width: int = 6) -> None:
         if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:

@@ -68,6 +68,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
+from envs.common.clairvoyance import episode_draws
 from envs.oinc import dynamics as dyn
 from envs.oinc.env import OINCEnv
 from offline.oinc.evaluation import SLO_HIT_THRESHOLD, SLO_PENALTY_S
@@ -84,7 +85,7 @@ class EpisodeData:
     """One episode's exogenous data in LP units (Gcycles, GHz, s): tasks (T, I), potential jobs, edges."""
 
     def __init__(self, env: OINCEnv) -> None:
-        inst, draws, sc = env.instance, env.episode_draws(), env.scenario  # the episode's draws
+        inst, draws, sc = env.instance, episode_draws(env), env.scenario  # the episode's draws
         assert draws is not None
         self.horizon = sc.horizon
         self.num_devices, self.num_edges = inst.num_devices, inst.num_edges

@@ -2,7 +2,7 @@
 
 UEC-v0 fixes an episode's randomness at reset: the arrival slots, their devices and one uniform per arrival
 from which ``step`` reads the task's duration under whichever profile it is given
-(``UECEnv.episode_draws``). Actions never draw random numbers, so an episode's profit is a deterministic
+(``envs.common.clairvoyance.episode_draws``). Actions never draw random numbers, so an episode's profit is a deterministic
 function of the action sequence, and the best profit any action sequence can earn on it is a finite
 optimisation over the realised draws, solved here as a MILP (HiGHS through ``scipy.optimize.milp``).
 
@@ -46,6 +46,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from envs.common.clairvoyance import episode_draws
 from envs.uec import dynamics
 from envs.uec.env import UECEnv
 from envs.uec.types import Instance
@@ -79,27 +80,59 @@ class HindsightModel:
         """The optimum (``relax``: of the LP relaxation, a weaker but still valid bound); the dual bound if
         HiGHS hits ``time_limit``."""
         n = self.num_variables
-        if n == 0:
-            return 0.0
-        result = milp(
-            -self.profit,
-            constraints=LinearConstraint(self.constraints, -np.inf, self.upper),
-            integrality=np.zeros(n) if relax else np.ones(n),
-            bounds=Bounds(0.0, 1.0),
-            options={"time_limit": time_limit, "disp": False},
-        )
-        if result.status not in (0, 1):
-            raise RuntimeError(f"hindsight {'LP' if relax else 'MILP'} failed: {result.message}")
-        dual = getattr(result, "mip_dual_bound", None)
-        if not relax and dual is not None and np.isfinite(dual):
-            return float(max(-dual, -result.fun))  # the dual bound: valid even when HiGHS stops at a gap
-        if result.status == 0:
-            return float(-result.fun)
-        raise RuntimeError(f"hindsight MILP stopped at its time limit without a dual bound: {result.message}")
+        return solve_packing(self.profit, self.constraints, self.upper, np.full(n, not relax), np.zeros(n), np.ones(n),
+                             time_limit=time_limit, what="hindsight")
+
+
+def solve_packing(objective: np.ndarray, constraints: sparse.csr_array, upper: np.ndarray, integral: np.ndarray,
+                  lower_bounds: np.ndarray, upper_bounds: np.ndarray, *, time_limit: float, what: str) -> float:
+    """max objective·x subject to constraints·x <= upper and the bounds (``integral`` variables integer) with
+    HiGHS; the MILP's dual bound where HiGHS stops at its time limit with one (still a valid upper bound). A
+    failed solve raises RuntimeError naming ``what``."""
+    n = int(objective.size)
+    if n == 0:
+        return 0.0
+    kind = "MILP" if integral.any() else "LP"
+    result = milp(-objective, constraints=LinearConstraint(constraints, -np.inf, upper),
+                  integrality=integral.astype(float), bounds=Bounds(lower_bounds, upper_bounds),
+                  options={"time_limit": time_limit, "disp": False})
+    if result.status not in (0, 1):
+        raise RuntimeError(f"{what} {kind} failed: {result.message}")
+    dual = getattr(result, "mip_dual_bound", None)
+    if integral.any() and dual is not None and np.isfinite(dual):
+        return float(max(-dual, -result.fun))  # the dual bound: valid even when HiGHS stops at a gap
+    if result.status == 0:
+        return float(-result.fun)
+    raise RuntimeError(f"{what} {kind} stopped at its time limit without a dual bound: {result.message}")
+
+
+def packing_constraints(instance: Instance, slots: np.ndarray, arrival: np.ndarray, server: np.ndarray,
+                        start: np.ndarray, duration: np.ndarray) -> tuple[sparse.csr_array, np.ndarray]:
+    """The hindsight model's constraints over assignment variables v = (arrival, server, start, duration):
+    each arrival at most once, one task per server at every arrival slot (the interval graph's cliques), and
+    the reserved tasks kept satisfiable (each server's Hall pairs, with :data:`PAIR_TOLERANCE`)."""
+    K, n = instance.num_servers, int(arrival.size)
+    cols = np.arange(n)
+    blocks: list[sparse.csr_array] = [sparse.csr_array((np.ones(n), (arrival, cols)), shape=(slots.size, n))]
+    upper: list[np.ndarray] = [np.ones(slots.size)]
+    covers = (start[None, :] <= slots[:, None]) & (slots[:, None] < (start + duration)[None, :])  # (N, n)
+    for k in range(K):
+        blocks.append(sparse.csr_array((covers & (server == k)[None, :]).astype(float)))
+        upper.append(np.ones(slots.size))
+    cum = instance.cumulative_capacity
+    for k, pairs in enumerate(instance.feasibility_pairs):
+        if pairs.start.size == 0:
+            continue
+        matrix = np.zeros((pairs.start.size, n))
+        for v in np.flatnonzero(server == k):
+            matrix[:, v] = dynamics.block_slack_reduction(pairs, cum[k], int(start[v]), int(duration[v]))
+        blocks.append(sparse.csr_array(matrix))
+        upper.append(pairs.slack + PAIR_TOLERANCE)
+    return sparse.vstack(blocks, format="csr"), np.concatenate(upper)
 
 
 def hindsight_model(instance: Instance, slots: np.ndarray, devices: np.ndarray, durations: np.ndarray) -> HindsightModel:
-    """Build the hindsight MILP of an episode from its realised draws (``UECEnv.episode_draws``)."""
+    """Build the hindsight MILP of an episode from its realised draws (``envs.common.clairvoyance.episode_draws``)."""
     K = instance.num_servers
     rows_profit, rows_arrival, rows_server, rows_start, rows_duration = [], [], [], [], []
     for i, (t, j) in enumerate(zip(slots.tolist(), devices.tolist())):
@@ -117,31 +150,8 @@ def hindsight_model(instance: Instance, slots: np.ndarray, devices: np.ndarray, 
     server = np.array(rows_server, dtype=np.int64)
     start = np.array(rows_start, dtype=np.int64)
     duration = np.array(rows_duration, dtype=np.int64)
-    n = profit.size
-    cols = np.arange(n)
-    blocks: list[sparse.csr_array] = []
-    upper: list[np.ndarray] = []
-    # each arrival at most once
-    blocks.append(sparse.csr_array((np.ones(n), (arrival, cols)), shape=(slots.size, n)))
-    upper.append(np.ones(slots.size))
-    # one task per server at every arrival slot (the clique constraints of the interval graph)
-    covers = (start[None, :] <= slots[:, None]) & (slots[:, None] < (start + duration)[None, :])  # (N, n)
-    for k in range(K):
-        on_k = covers & (server == k)[None, :]
-        blocks.append(sparse.csr_array(on_k.astype(float)))
-        upper.append(np.ones(slots.size))
-    # reserved tasks stay satisfiable: Hall pairs of each server
-    cum = instance.cumulative_capacity
-    for k, pairs in enumerate(instance.feasibility_pairs):
-        if pairs.start.size == 0:
-            continue
-        matrix = np.zeros((pairs.start.size, n))
-        for v in np.flatnonzero(server == k):
-            matrix[:, v] = dynamics.block_slack_reduction(pairs, cum[k], int(start[v]), int(duration[v]))
-        blocks.append(sparse.csr_array(matrix))
-        upper.append(pairs.slack + PAIR_TOLERANCE)
-    return HindsightModel(profit, arrival, server, start, duration, sparse.vstack(blocks, format="csr"),
-                          np.concatenate(upper))
+    constraints, upper = packing_constraints(instance, slots, arrival, server, start, duration)
+    return HindsightModel(profit, arrival, server, start, duration, constraints, upper)
 
 
 def hindsight_optimum(env: gym.Env, relax: bool = False) -> float:
@@ -149,7 +159,7 @@ def hindsight_optimum(env: gym.Env, relax: bool = False) -> float:
     base = env.unwrapped
     if not isinstance(base, UECEnv):
         raise ValueError(f"hindsight_optimum needs a UEC-v0 env, got {type(base).__name__}")
-    return hindsight_model(base.instance, *base.episode_draws()).solve(relax=relax)
+    return hindsight_model(base.instance, *episode_draws(base)).solve(relax=relax)
 
 
 _ENVS: OrderedDict[tuple[str, int], gym.Env] = OrderedDict()

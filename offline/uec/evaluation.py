@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.uec.types import Instance
+from offline.protocol import policy_env
 from offline.runner import Entry, EvaluationHook, Resolver, Run, evaluate, group_by_policy, pyplot, write_csv
 from offline.stats import mean_ci95
 from offline.uec.values import rescue_solution
@@ -60,7 +61,7 @@ def reserved_load(instance: Instance) -> np.ndarray:
 def rollout(env: gym.Env, policy: Any, *, seed: int, policy_seed: int) -> dict[str, Any]:
     """One episode: final info, per-slot profit and retraining work (T,), and each decision's act() time."""
     obs, info = env.reset(seed=seed)
-    policy.reset(env, seed=policy_seed)
+    policy.reset(policy_env(env, policy), seed=policy_seed)
     inst: Instance = env.unwrapped.instance
     horizon, num_profiles = inst.horizon, inst.num_profiles
     profit = np.zeros(horizon)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
+from envs.common.clairvoyance import episode_draws
 from envs.oinc.env import OINCEnv
 from envs.oinc.retraining import CONTROLLERS
 from offline.ladder_spec import tuned_params
@@ -177,7 +178,7 @@ def test_oinc_episode_draws__are_the_episode_s_tasks_and_a_copy():
 
     env = gym.make("OINC-v0").unwrapped
     env.reset(seed=3)
-    draws = env.episode_draws()
+    draws = episode_draws(env)
     data_bits, cycles = env.current_tasks
     assert np.array_equal(draws.data_bits[0], data_bits) and np.array_equal(draws.cycles[0], cycles)
     draws.cycles[:] = -1.0  # a copy: the env's own draws are untouched
