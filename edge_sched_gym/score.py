@@ -55,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from offline.protocol import TimedPolicy
+
 __all__ = ["Score", "check_policy", "run_ladder", "score", "score_policies"]
 
 #: ``package.module:Class``
@@ -137,33 +139,6 @@ class Score:
         return "\n".join(lines) + ")"
 
     __str__ = __repr__
-
-
-class _Timed:
-    """A transparent proxy that times each ``act`` (isinstance and attributes go to the wrapped policy)."""
-
-    def __init__(self, policy: Any, seconds: list[float]) -> None:
-        object.__setattr__(self, "_policy", policy)
-        object.__setattr__(self, "_seconds", seconds)
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:  # isinstance(proxy, ExactPolicy) sees the wrapped class, as hooks expect
-        return type(self._policy)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._policy, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._policy, name, value)
-
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        self._policy.reset(env, seed)
-
-    def act(self, obs: Any, info: dict[str, Any]) -> Any:
-        start = perf_counter()
-        action = self._policy.act(obs, info)
-        self._seconds.append(perf_counter() - start)
-        return action
 
 
 @dataclass
@@ -342,7 +317,7 @@ def score(
     def resolve(env_id_: str, name: Any, env: Any, **kwargs: Any) -> Any:
         if str(name) == own_name and playing_own:
             made = candidate.make(env) if candidate.make is not None else make_policy(env_id_, name, env, **kwargs)
-            return _Timed(made, seconds)
+            return TimedPolicy(made, seconds)
         return make_policy(env_id_, name, env, **kwargs)
 
     def play(names: list[str]) -> dict[str, list[dict[str, Any]]]:

@@ -72,6 +72,10 @@ class LadderSpec:
     #: rung 4 beyond the shipped ``pretrained:`` agents of this env: learned policy names resolvable by
     #: ``agents.loading.resolve_policy`` (e.g. CoRaiS's shipped dispatcher)
     learners: tuple[str, ...] = ()
+    #: online references: non-learning, non-anticipative policies that buy quality with compute per decision
+    #: (rollouts over sampled futures, re-solved LPs, long searches); placed by quality and decision time, never
+    #: counted as the strongest baseline (the normalisation keeps rungs 2-3)
+    online: tuple[str, ...] = ()
     #: rung 5: clairvoyant *policies* (they see the episode's future; never baselines)
     references: tuple[str, ...] = ()
     #: rung 5: clairvoyant numbers per episode (see :data:`BoundFn`); ``bound_names`` lists what it returns
@@ -119,16 +123,18 @@ class LadderSpec:
 
     def policies(self) -> list[str]:
         """Every policy rung, bottom to top (learners from ``pretrained:`` are added by the caller)."""
-        return [self.random, *self.papers, *self.ours, *self.learners, *self.references]
+        return [self.random, *self.papers, *self.ours, *self.online, *self.learners, *self.references]
 
     def rung(self, name: str) -> str:
-        """``random``, ``paper``, ``ours``, ``learner``, ``reference`` or ``bound``."""
+        """``random``, ``paper``, ``ours``, ``online``, ``learner``, ``reference`` or ``bound``."""
         if name == self.random:
             return "random"
         if name in self.papers:
             return "paper"
         if name in self.ours:
             return "ours"
+        if name in self.online:
+            return "online"
         if name in self.references:
             return "reference"
         if name in self.bound_names:

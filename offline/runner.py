@@ -43,7 +43,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.problems import get_problem, load_attr, wrap
-from offline.protocol import EpisodeResult, Policy, episode_seed, run_episode
+from offline.protocol import EpisodeResult, Policy, TimedPolicy, episode_seed, run_episode
 from offline.registry import make_policy, policy_label
 from offline.stats import mean_ci95
 
@@ -273,6 +273,7 @@ def evaluate(
     policy_kwargs: dict[str, dict[str, Any]] | None = None,
     wrappers: Sequence[str] = (),
     instance_base: int | None = None,
+    decision_seconds: dict[str, list[float]] | None = None,
     **problem_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Evaluate ``policies`` on ``env_id`` (contract 3); one summary row per policy.
@@ -282,7 +283,8 @@ def evaluate(
     (default :func:`offline.registry.make_policy`); ``policy_kwargs`` maps a name to its factory kwargs;
     ``wrappers`` (``"module:Class"``) wrap each env; ``instance_base`` (default ``seed``) is the seed of
     instance 0 (:meth:`Run.instance_seed`), so episodes and instances can be chosen apart;
-    ``problem_kwargs`` are the hook's ``options``.
+    ``decision_seconds`` (a dict), when given, collects every ``act`` time per entry name (the ladder's
+    ``decision_ms`` columns); ``problem_kwargs`` are the hook's ``options``.
     """
     hook = get_hook(env_id)
     instances = _count("instances", instances, 1)
@@ -343,6 +345,9 @@ def evaluate(
                     first = False
                 if (key, entry.index) not in made:
                     made[key, entry.index] = run.resolve(env_id, entry.policy, env, **entry.kwargs)
+                    if decision_seconds is not None:
+                        made[key, entry.index] = TimedPolicy(made[key, entry.index],
+                                                             decision_seconds.setdefault(entry.name, []))
                 policy = made[key, entry.index]
                 for e in range(episodes):
                     records.append(hook.play(run, env, policy, entry, i, e, context))

@@ -91,8 +91,10 @@ def play_rows(
     env_kwargs: dict[str, Any] | None = None,
     policy_kwargs: dict[str, dict[str, Any]] | None = None,
     resolve: Any = None,
+    decision_seconds: dict[str, list[float]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every policy on ``eval_set`` through :func:`offline.runner.evaluate`; the hook's per-episode rows."""
+    """Every policy on ``eval_set`` through :func:`offline.runner.evaluate`; the hook's per-episode rows
+    (``decision_seconds``: see :func:`offline.runner.evaluate`)."""
     hook = get_hook(spec.env_id)
     kwargs = {**spec.policy_kwargs, **(policy_kwargs or {})}
     evaluate(
@@ -102,6 +104,7 @@ def play_rows(
         out_dir=out_dir,
         progress=False,
         resolve=resolve,
+        decision_seconds=decision_seconds,
         policy_kwargs={k: dict(v) for k, v in kwargs.items()},
         **eval_set.evaluate_kwargs(),
         **dict(spec.evaluation_kwargs),

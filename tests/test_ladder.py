@@ -146,7 +146,20 @@ def test_ladder__rungs_are_normalised_and_the_bound_is_never_beaten(toy, tmp_pat
 def test_ladder__the_same_command_gives_the_same_rows(toy, tmp_path):
     a = ladder.run_env(TOY_ID, tmp_path / "a", quick=True, log=lambda _: None)
     b = ladder.run_env(TOY_ID, tmp_path / "b", quick=True, log=lambda _: None)
-    assert a == b
+    timing = ("decision_ms", "decision_ms_p99")  # wall clock: the only columns a second run may change
+    assert [{k: v for k, v in r.items() if k not in timing} for r in a] == \
+        [{k: v for k, v in r.items() if k not in timing} for r in b]
+
+
+def test_ladder__every_policy_row_has_its_decision_time_and_the_frontier_is_drawn(toy, tmp_path):
+    rows = ladder.run_env(TOY_ID, tmp_path, quick=True, log=lambda _: None)
+    assert {r["policy"] for r in rows} == {"uniform", "first_arm", "tuned_arm", "clairvoyant_bound"}
+    for row in rows:
+        played = row["rung"] != "bound"  # a bound is a number per episode, not a policy: no decisions
+        assert np.isfinite(row["decision_ms"]) == played and np.isfinite(row["decision_ms_p99"]) == played, row
+        if played:
+            assert 0 < row["decision_ms"] <= row["decision_ms_p99"] * 5, row
+    assert (tmp_path / f"{TOY_ID}.frontier.png").stat().st_size > 5_000
 
 
 def test_ladder__page_and_readme_are_generated_from_the_csvs(toy, tmp_path):
