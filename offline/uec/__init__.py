@@ -14,6 +14,7 @@ Importing this package registers, for ``UEC-v0`` (``offline.registry``):
 | ``opportunity_greedy`` | ours: safe SSP maximising R − λ·(expected tera-MAC held), tuned λ        |
 | ``value_bid_price`` | ours: safe SSP maximising R − θ·(opportunity cost from RESCUE's B_k), tuned θ |
 | ``lp_bid_price`` | ours: safe SSP maximising R − θ·(occupancy priced by the duals of RESCUE's P1-LP), tuned θ |
+| ``lp_resolve``, ``uec_rollout``, ``uec_rollout_preempt`` | ours, online references (``offline.uec.online``): P1-LP re-solved from the present state; rollouts of lp_bid_price over sampled futures |
 
 The baselines consider only SSPs that keep every reserved task satisfiable (``info["safe_action_mask"]``).
 
@@ -26,7 +27,7 @@ learning curves).
 
 from __future__ import annotations
 
-from offline.uec import baselines, heuristics, policies  # noqa: F401  (registers the policies)
+from offline.uec import baselines, heuristics, online, policies  # noqa: F401  (registers the policies)
 from offline.uec.evaluation import DEFAULT_EVALUATION, HOOK, LPBound, evaluate_policies
 from offline.uec.lp import RescueLPError, build_lp, solve_lp
 from offline.uec.values import RescueSolution, compute_rescue_solution, rescue_solution, value_functions

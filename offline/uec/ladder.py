@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from offline.ladder_spec import LadderSpec, TuningSpec
+from offline.uec import relaxation
 from offline.uec.bounds import BOUND_NAMES, episode_bounds
 from offline.uec.evaluation import BASELINE_NAMES
 from offline.uec.policies import ENV_ID
@@ -27,6 +28,8 @@ from offline.uec.policies import ENV_ID
 PAPER_POLICIES: tuple[str, ...] = ("rescue", *(name for name in BASELINE_NAMES if name != "random"))
 #: Ours (``offline.uec.heuristics`` and ``rescue_fallback`` of ``offline.uec.policies``).
 OUR_POLICIES: tuple[str, ...] = ("lp_bid_price", "opportunity_greedy", "value_bid_price", "rescue_fallback")
+#: Online references (``offline.uec.online``): non-anticipative, compute per decision bought for quality.
+ONLINE_POLICIES: tuple[str, ...] = ("lp_resolve", "uec_rollout", "uec_rollout_preempt")
 #: The loads ``lp_bid_price`` is tuned across (mean arrival probability: the paper's lowest, the default, beyond
 #: the paper's highest), each played on the same tuning instances in every trial.
 TUNING_LOADS: tuple[float, ...] = (0.2, 0.45, 0.9)
@@ -47,6 +50,13 @@ def lp_scale_space(trial: Any) -> dict[str, Any]:
     return {"scale": trial.suggest_float("scale", 0.3, 2.0)}
 
 
+def ladder_bounds(env_kwargs: dict[str, Any], instance_seed: int, reset_seed: int) -> dict[str, float]:
+    """Per episode: the hindsight LP bound (every policy, every episode) and the information-relaxation bound
+    (``offline.uec.relaxation``: its mean bounds the mean of every online policy)."""
+    return {**episode_bounds(env_kwargs, instance_seed, reset_seed),
+            **relaxation.episode_relaxation_bounds(env_kwargs, instance_seed, reset_seed)}
+
+
 def mean_log_profit_per_setting(rows: list[dict[str, Any]]) -> float:
     """Σ over settings of log(mean profit) / #settings: the geometric mean of the per-load mean profits, so a
     1 % gain counts the same at every load (the plain mean would be dominated by the busiest load)."""
@@ -62,10 +72,12 @@ SPEC = LadderSpec(
     random="random",
     papers=PAPER_POLICIES,
     ours=OUR_POLICIES,
-    bounds=episode_bounds,
-    bound_names=(*BOUND_NAMES, "opt_lp"),
+    online=ONLINE_POLICIES,
+    bounds=ladder_bounds,
+    bound_names=(*BOUND_NAMES, *relaxation.RELAXATION_BOUND_NAMES, "opt_lp"),
     bound_columns={"lp_bound": "opt_lp"},  # the hook solves RESCUE's LP once per instance already
-    proven_bounds=("clairvoyant_hindsight_lp_bound",),
+    # the relaxation bounds every online policy's mean (not each episode, not the clairvoyant references)
+    proven_bounds=("clairvoyant_hindsight_lp_bound", relaxation.RELAXATION_BOUND_NAMES[0]),
     descriptions={
         "lp_bid_price": "ours: bid-price control on the duals of RESCUE's P1-LP: the safe SSP maximising R_jkl(t) - "
                         "theta * sum_s S_l(s) mu_k(t+s-1) (mu = dual price of server k's capacity at slot t, zero "
@@ -77,9 +89,16 @@ SPEC = LadderSpec(
                            "maximising R_jkl(t) - theta * (B_k(t+1) - E[B_k(t+d_l)]), accepted if positive; theta "
                            "tuned on instances 900..",
         "rescue_fallback": "ours: RESCUE, trying the next SSP by y* when the drawn server is busy",
+        "lp_resolve": "online reference: lp_bid_price's rule on the duals of P1-LP re-solved from the present state "
+                      "(busy servers, reserved work already served) every 10 slots over the next 60",
+        "uec_rollout": "online reference: rollout over 512 sampled futures (common random numbers) with lp_bid_price "
+                       "as base policy; candidates reject, the base's action and the 16 best safe SSPs by its score",
+        "uec_rollout_preempt": "online reference: uec_rollout that may also choose SSPs reserved work can pre-empt "
+                               "(the env's default reserved_priority='preempt'), simulated faithfully",
         "clairvoyant_hindsight_lp_bound": "proven per-episode bound: LP relaxation of the hindsight MILP on the "
                                           "episode's realised arrivals and durations (fixed at reset), with the "
                                           "env's one-task-per-server and reserved-task (Hall interval) constraints",
+        relaxation.RELAXATION_BOUND_NAMES[0]: relaxation.DESCRIPTION,
         "opt_lp": "RESCUE's OPT(P1-LP) of the instance: bounds the expected profit of every non-anticipative policy "
                   "(Lemma 1), not each episode; the paper's empirical competitive ratio divides by it",
     },
@@ -90,6 +109,7 @@ SPEC = LadderSpec(
     quick_held_out_instances=3,
     quick_held_out_episodes=1,
     quick_variants=(),  # the CI size plays the default load only
+    variant_skip=ONLINE_POLICIES,  # ~4 s an episode each: the online references play the default load's sets
     variants={
         "p=0.2": {"scenario_overrides": {"mean_arrival_prob": 0.2}},
         "p=0.9": {"scenario_overrides": {"mean_arrival_prob": 0.9}},
