@@ -15,6 +15,8 @@ Registered for "ASET-v0" and "ASET-v1" (``offline.aset.policies``):
 * ``threshold_switch`` (ours, ``offline.aset.heuristics``): least_impedance until the central offices' recent
   load passes a tuned threshold, then a relief policy chosen by the cloud's load (tuned on instances 900..,
   ``offline/aset/tuned.yaml``);
+* ``aset_rollout`` (``offline.aset.online``): the non-anticipative online reference, a rollout over sampled
+  arrivals on forks of the env (``ASETEnv.fork``), threshold_switch and the periodic_switch cycle as bases;
 * ``clairvoyant_beam``: clairvoyant beam search over the episode's windows on env copies that see the arrivals
   (a reference for the ladder, not a bound and not a baseline);
 * ``best_static_hindsight``: per episode, the best of the seven static policies on that same episode
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from offline.aset import (
     heuristics,  # noqa: F401  (registers our tuned adaptive rule, threshold_switch)
+    online,  # noqa: F401  (registers the non-anticipative online reference, aset_rollout)
     policies,  # noqa: F401  (registers the policies)
 )
 from offline.aset.evaluation import DEFAULT_EVALUATION, HOOK, HOOK_V1, RATE_COLUMNS, evaluate_policies

@@ -6,6 +6,7 @@ query-weighted success rate (``success_rate`` of ``offline/aset/evaluation.py``'
 | random | ``random_switch`` (a uniformly random static policy per window, the paper's random switching) |
 | papers | the seven static policies of the paper (Section III-C), each held for the episode |
 | ours | ``periodic_switch`` (best state-blind cycle), ``threshold_switch`` (tuned adaptive rule) |
+| online | ``aset_rollout`` (rollout over sampled futures, ``offline.aset.online``) |
 | references | ``best_static_hindsight``, ``lookahead_oracle``, ``clairvoyant_beam`` (all see the episode's future) |
 
 No proven bound: the one valid bound we found (each stream's best no-wait success over the workers it may be bound
@@ -49,8 +50,12 @@ SPEC = LadderSpec(
     random="random_switch",
     papers=tuple(POLICY_NAMES),
     ours=("periodic_switch", THRESHOLD_SWITCH),
+    online=("aset_rollout",),
     references=(HINDSIGHT, "lookahead_oracle", CLAIRVOYANT_BEAM),
     descriptions={
+        "aset_rollout": "online reference: each window, every action followed by threshold_switch and by the cycle "
+                        "over 3 windows on 10 forks of the env (unrevealed arrivals, choices and stream lifetimes "
+                        "redrawn; common random numbers), the base's own action kept unless another gains 0.002",
         "periodic_switch": "ours: the best state-blind cycle of up to three windows (least_impedance, "
                            "least_impedance, farthest; offline.aset.policies.best_cycle on ASET-v1)",
         THRESHOLD_SWITCH: "ours: least_impedance until the central offices' load passes a tuned threshold, then one "

@@ -33,7 +33,7 @@ aret). ``python evaluate.py env=oinc-v0`` runs Table II (``HOOK`` of ``offline.o
 
 from __future__ import annotations
 
-from offline.oinc import heuristics, policies  # noqa: F401  (registers the policies)
+from offline.oinc import heuristics, online, policies  # noqa: F401  (registers the policies; online: oinc_rollout)
 from offline.oinc.evaluation import (
     A_INF_STAND_IN,
     DEFAULT_EVALUATION,

@@ -57,6 +57,8 @@ def pair_defaults(label: str) -> dict[str, Any]:
     """The default kwargs of the pair ``label`` wherever it is played (evaluate.py, the ladder, tuning, score):
     its tuned values for a pair of ``TUNED_PAIRS``, else none. Explicit kwargs override them, so the name
     ``slo_liu+ekya`` means one policy (its tuned retraining share and margin) everywhere."""
+    if label == "oinc_rollout+ekya":  # the online reference (offline.oinc.online) at the local-search pair's values
+        return tuned_pair_kwargs(LS_PAIR)
     return tuned_pair_kwargs(label) if label in TUNED_PAIRS else {}
 
 

@@ -9,7 +9,8 @@ beside it (``extra_columns``).
 
 Rows are pairs (inference policy + retraining controller, names ``offline.oinc.evaluation`` accepts): random =
 ``random`` (with A_ret), the paper's pairs of Table II (A_inf = the ``liu`` stand-in: the trained OINC agent is a
-learner), ours = ``slo_liu+ekya`` (``offline.oinc.heuristics``) with its tuned retraining share, bounds = the two
+learner), ours = ``slo_liu+ekya`` (``offline.oinc.heuristics``) with its tuned retraining share, online =
+``oinc_rollout+ekya`` (``offline.oinc.online``, a rollout over forks with redrawn futures), bounds = the two
 per-episode LPs of ``offline.oinc.bounds``. Sizes: 10 held-out episodes of the training instance and 10 held-out
 instances x 1 episode (quick: 2 and 6 x 1): 74-82 s for the whole ladder and about 25 s quick (2 busy cores), half
 of it in the two LP bounds (1-2 s per episode).
@@ -22,6 +23,7 @@ from typing import Any
 from offline.ladder_spec import LadderSpec, TuningSpec
 from offline.oinc.bounds import BOUND_NAMES, episode_bounds
 from offline.oinc.heuristics import LS_PAIR, PAIR
+from offline.oinc.online import ROLLOUT_PAIR
 from offline.oinc.policies import ENV_ID
 
 #: The paper's Table II pairs that run without a trained agent (``oinc`` itself is a learner).
@@ -43,10 +45,15 @@ SPEC = LadderSpec(
     random="random",
     papers=PAPER_PAIRS,
     ours=(PAIR, LS_PAIR),
+    online=(ROLLOUT_PAIR,),
     bounds=episode_bounds,
     bound_names=BOUND_NAMES,
     proven_bounds=BOUND_NAMES,
     descriptions={
+        ROLLOUT_PAIR: "online reference: slo_liu_ls's and slo_liu's actions (three margins) each simulated 2 slots "
+                      "ahead on 2 forks of the env (future workloads, drifts and jobs redrawn) with slo_liu after, "
+                      "scored by latency + 10 x misses + unfinished jobs; under Ekya an inference action changes "
+                      "nothing after its slot, so it ties slo_liu_ls",
         PAIR: "ours: Liu's assignment with an SLO-first compute split inside each edge (needs of the tasks that "
               "can meet their SLO first, cheapest first, then sqrt(c)), paired with Ekya's fixed-share controller "
               "at a tuned retraining share (tuned on instances 900..)",

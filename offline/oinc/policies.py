@@ -18,7 +18,8 @@ from offline.registry import register_policy
 
 ENV_ID = "OINC-v0"
 #: Inference policies a pair may name (``slo_liu`` is ours, registered by ``offline.oinc.heuristics``).
-INFERENCE_POLICIES = ("greedy", "liu", "nearest", "random", "slo_liu", "slo_liu_ls")
+INFERENCE_POLICIES = ("greedy", "liu", "nearest", "random", "slo_liu", "slo_liu_ls",
+                      "oinc_rollout")  # the online reference, registered by offline.oinc.online
 
 
 # ----------------------------------------------------------------------------- inference policies
