@@ -5,7 +5,8 @@ of K sampled dispatches): ``pretrained/model.pt`` for ``CoRaiS-v0`` and, when sh
 ``pretrained/model_v1.pt`` (trained on CoRaiS-v1 at (10, 5, 100)) for ``CoRaiS-v1``, or the per-scale
 ``model_v1_<N>-<Q>-<Z>.pt`` where one was trained at the env's scale (``shipped_checkpoint``); ``run_dir=``
 loads another trained run instead (``agents.loading.resolve_policy``). ``corais_ils_100ms`` is the same
-network inside our iterated local search, 100 ms per decision (``CoRaiSPolicy(search_time=...)``).
+network inside our iterated local search, 100 ms per decision (``CoRaiSPolicy(search_time=...)``), and
+``corais_ils_it18`` the same search stopped after 18 kicks (``search_iterations``; load-independent).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ DECODINGS: dict[str, int | None] = {
 }
 #: Registered name -> seconds per decision of the learned dispatcher inside our ILS (``CoRaiSPolicy``).
 SEARCHES: dict[str, float] = {"corais_ils_100ms": 0.1}
+#: Registered name -> kicks of the same search with a fixed budget (load-independent twin of ``corais_ils_100ms``,
+#: the kick budget of ``offline.corais.policies``' ``ils_it18``).
+SEARCH_ITERATIONS: dict[str, int] = {"corais_ils_it18": 18}
 
 
 #: Shipped weights per env id (in agents/corais/pretrained/).
@@ -38,7 +42,8 @@ def shipped_checkpoint(env_id: str, scale: tuple[int, int, int], folder: Path = 
     return per_scale if (folder / per_scale).is_file() else SHIPPED[env_id]
 
 
-def _register(env_id: str, name: str, samples: int | None, search_time: float | None = None) -> None:
+def _register(env_id: str, name: str, samples: int | None, search_time: float | None = None,
+              search_iterations: int | None = None) -> None:
     @register_learned_policy(env_id, name)
     def factory(env: Any, run_dir: str | Path | None = None, **kwargs: Any) -> Any:
         from agents.corais.policy import load_corais_policy
@@ -46,6 +51,8 @@ def _register(env_id: str, name: str, samples: int | None, search_time: float | 
         if run_dir is None:
             kwargs.setdefault("checkpoint", shipped_checkpoint(env_id, tuple(env.unwrapped.scenario.scale)))
         kwargs.setdefault("search_time", search_time)
+        if search_iterations is not None:
+            kwargs.setdefault("search_iterations", search_iterations)
         return load_corais_policy(run_dir, env, samples=samples, **kwargs)
 
 
@@ -55,3 +62,5 @@ for _env_id, _file in SHIPPED.items():
             _register(_env_id, _name, _samples)
         for _name, _seconds in SEARCHES.items():
             _register(_env_id, _name, None, _seconds)
+        for _name, _kicks in SEARCH_ITERATIONS.items():
+            _register(_env_id, _name, None, None, _kicks)

@@ -100,22 +100,32 @@ class CoRaiSPolicy:
 
     ``threads`` sets torch's intra-op threads for the process (default 1: a greedy decision at
     (10, 5, 100) takes ~1 ms on one core, but hundreds of ms when two threads spin on a loaded machine).
+
+    ``search_iterations`` (instead of, or with, ``search_time``): the same search stopped after that many kicks,
+    deterministic given the policy seed (the load-independent twin of a timed search, e.g. ``corais_ils_it18``).
     """
 
     def __init__(
         self, model: CoRaiSNet, samples: int | None = None, device: str = "cpu", threads: int | None = 1,
-        search_time: float | None = None,
+        search_time: float | None = None, search_iterations: int | None = None,
     ) -> None:
         if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
             raise ValueError(f"samples={samples!r} is invalid: expected None (greedy) or an integer >= 1")
         if search_time is not None and (samples is not None or not search_time > 0):
             raise ValueError(f"search_time={search_time!r} is invalid with samples={samples!r}: expected "
                              "seconds > 0 with samples=None (the search replaces sampling)")
+        if search_iterations is not None and (samples is not None or isinstance(search_iterations, bool)
+                                              or not isinstance(search_iterations, int) or search_iterations < 1):
+            raise ValueError(f"search_iterations={search_iterations!r} is invalid with samples={samples!r}: expected "
+                             "an integer >= 1 (kicks) with samples=None")
         self.model = model.eval()
         self.samples = samples
         self.search_time = None if search_time is None else float(search_time)
+        self.search_iterations = search_iterations
         self.device = device
-        if search_time is not None:
+        if search_iterations is not None and search_time is None:
+            self.name = f"corais_ils_it{search_iterations}"
+        elif search_time is not None:
             self.name = f"corais_ils_{round(search_time * 1000)}ms"
         else:
             self.name = "corais_greedy" if samples is None else ("corais_1k" if samples == 1000 else f"corais_{samples}")
@@ -144,7 +154,7 @@ class CoRaiSPolicy:
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> np.ndarray:
         begin = time.perf_counter()
         logp = self.log_probs(obs)
-        if self.search_time is not None:
+        if self.search_time is not None or self.search_iterations is not None:
             return self._search(logp, begin)
         if self.samples is None:
             return logp.argmax(dim=-1).cpu().numpy().astype(np.int64)
@@ -171,9 +181,9 @@ class CoRaiSPolicy:
         probs = logp.exp().cpu().numpy().astype(np.float64)
         start = search_start(instance, probs)
         seed = int(torch.randint(2**31 - 1, (1,), generator=self._gen))
-        left = max(self.search_time - (time.perf_counter() - begin), 1e-4)
-        self.last_result = iterated_local_search(instance, time_limit=left, seed=seed, start=start,
-                                                 kick_probs=probs, **ILS_PARAMS)
+        left = None if self.search_time is None else max(self.search_time - (time.perf_counter() - begin), 1e-4)
+        self.last_result = iterated_local_search(instance, time_limit=left, max_iterations=self.search_iterations,
+                                                 seed=seed, start=start, kick_probs=probs, **ILS_PARAMS)
         return self.last_result.action
 
 
@@ -195,6 +205,7 @@ def load_corais_policy(
     device: str = "cpu",
     threads: int | None = 1,
     search_time: float | None = None,
+    search_iterations: int | None = None,
 ) -> CoRaiSPolicy:
     """A CoRaiSPolicy from ``run_dir/checkpoint`` (or the shipped pretrained model when run_dir is None)."""
     folder = PRETRAINED_DIR if run_dir is None else Path(run_dir)
@@ -205,4 +216,5 @@ def load_corais_policy(
             f"(agents/corais/trainer.py) or None for the shipped model in {PRETRAINED_DIR}"
         )
     model, _ = load_model(path, device=device)
-    return CoRaiSPolicy(model, samples=samples, device=device, threads=threads, search_time=search_time)
+    return CoRaiSPolicy(model, samples=samples, device=device, threads=threads, search_time=search_time,
+                        search_iterations=search_iterations)

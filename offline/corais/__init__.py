@@ -12,6 +12,9 @@ Importing this package registers for ``CoRaiS-v0`` and ``CoRaiS-v1`` (``offline.
 | random1, random100, random500, random1k | best of k uniform dispatches (kwarg ``samples``)             |
 | list_greedy                            | requests by decreasing size, each to the earliest-completing edge |
 | list_greedy_ls                         | list_greedy, then move/swap local search (``greedy``)         |
+| ils_50ms, ils_100ms, ils_1s, ils_5s, ils_30s, ils_60s | anytime iterated local search, wall-clock budget (``search``) |
+| ils_it6, ils_it18, ils_it260, ils_it1600, ils | the same with a fixed kick budget: load-independent twins |
+| milp_1s, milp_10s, milp_30s, milp_60s  | the MILP's incumbent at that time limit (best found, not an optimum) |
 
 All of them read the instance (``env.unwrapped.instance``) and act through ``env.step``. The learned
 attention dispatcher (``corais_greedy``, ``corais_10`` ... ``corais_1k``) is registered by

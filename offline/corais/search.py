@@ -320,6 +320,7 @@ def iterated_local_search(
     swap_edges: int = 3,
     start: np.ndarray | None = None,
     kick_probs: np.ndarray | None = None,
+    trace: list[tuple[float, int, float]] | None = None,
 ) -> SearchResult:
     """Anytime ILS (module docstring): stops at ``time_limit`` s or ``max_iterations`` kicks (at least one
     of them must be set); deterministic given ``seed`` when ``time_limit`` is None.
@@ -327,11 +328,19 @@ def iterated_local_search(
     ``start``: the dispatch to start from (default ``list_greedy``). ``kick_probs``: optional (Z, Q)
     probabilities of each request's edge (a learned dispatcher's, agents.corais): a kick then moves the
     requests where they are least likely (weight 1 - p_{i, a_i}) to an edge drawn from p_i without its
-    current edge, instead of uniformly."""
+    current edge, instead of uniformly.
+
+    ``trace``: a list the search appends ``(seconds since the call, kicks done, best R so far)`` to: once
+    for the start, after every chunk of the first descent and after every kick's descent (for the anytime
+    cost-vs-time profile, ``benchmarks.corais_profile``; the search's path is the same with or without it)."""
     if time_limit is None and max_iterations is None:
         raise ValueError("time_limit=None and max_iterations=None: set at least one budget")
-    if time_limit is not None and not time_limit > 0:
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not time_limit > 0):
         raise ValueError(f"time_limit={time_limit!r} is invalid: expected seconds > 0 or None")
+    if max_iterations is not None and (isinstance(max_iterations, bool)
+                                       or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
+        raise ValueError(f"max_iterations={max_iterations!r} is invalid: expected an integer >= 0 or None")
     if kick_size < 1 or restart_after < 1 or swap_edges < 1 or accept_worse < 0:
         raise ValueError(f"invalid search parameters: kick_size={kick_size}, restart_after={restart_after}, "
                          f"swap_edges={swap_edges}, accept_worse={accept_worse}")
@@ -344,7 +353,10 @@ def iterated_local_search(
     problem = _Problem(instance)
     weights = None if kick_probs is None else _kick_weights(kick_probs, z, q)
     state = first.copy()
-    steps, cost = _descend(problem, state, swap_edges, None, deadline)
+    if trace is None:
+        steps, cost = _descend(problem, state, swap_edges, None, deadline)
+    else:
+        steps, cost = _traced_descent(problem, state, swap_edges, deadline, trace, begin, start_cost)
     best, best_cost = state.copy(), cost
     current, current_cost = best.copy(), best_cost
     iterations, since_best = 0, 0
@@ -371,10 +383,31 @@ def iterated_local_search(
             current, current_cost = state.copy(), cost
         if since_best >= restart_after:
             current, current_cost, since_best = best.copy(), best_cost, 0
+        if trace is not None:
+            trace.append((time.perf_counter() - begin, iterations, float(best_cost)))
     final = float(dispatch_cost(instance, best))
     if final > start_cost:  # pragma: no cover (the descent never increases R)
         best, final = first, start_cost
     return SearchResult(best, final, start_cost, iterations, steps, time.perf_counter() - begin)
+
+
+#: Descent steps between two trace points of the first descent (a step: ~40 us at Z = 100, ~0.4 ms at Z = 400).
+_TRACE_STEPS = 8
+
+
+def _traced_descent(problem: _Problem, state: np.ndarray, swap_edges: int, deadline: float | None,
+                    trace: list[tuple[float, int, float]], begin: float, start_cost: float) -> tuple[int, float]:
+    """The first descent of ``iterated_local_search`` in chunks of ``_TRACE_STEPS`` steps, appending a trace
+    point after each (the steps are those of one uninterrupted descent: each step starts from the dispatch
+    alone). Returns (steps, R)."""
+    trace.append((time.perf_counter() - begin, 0, float(start_cost)))
+    steps = 0
+    while True:
+        done, cost = _descend(problem, state, swap_edges, _TRACE_STEPS, deadline)
+        steps += done
+        trace.append((time.perf_counter() - begin, 0, float(min(cost, start_cost))))
+        if done < _TRACE_STEPS or (deadline is not None and time.perf_counter() > deadline):
+            return steps, cost
 
 
 def _kick_weights(kick_probs: np.ndarray, z: int, q: int) -> np.ndarray:

@@ -168,9 +168,9 @@ def test_policies_read_tuned_yaml() -> None:
 
 def test_spec_names_resolve_and_bounds_are_ordered() -> None:
     registered = set(available_policies(ENV_ID))
-    for name in (SPEC.random, *SPEC.papers, *SPEC.ours):
+    for name in (SPEC.random, *SPEC.papers, *SPEC.ours, *SPEC.online):
         assert name in registered
-    assert SPEC.evaluation_kwargs["reference"] in SPEC.ours
+    assert SPEC.evaluation_kwargs["reference"] in (*SPEC.ours, *SPEC.online)
     assert set(SPEC.proven_bounds) <= set(SPEC.bound_names)
     _, inst = _instance((20, 10, 40), 21)
     record_incumbent(inst, float(dispatch_cost(inst, list_greedy(inst))))
