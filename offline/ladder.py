@@ -484,27 +484,37 @@ def plot_env(env_id: str, rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def plot_frontier(env_id: str, rows: list[dict[str, Any]], path: Path) -> None:
-    """The quality/latency frontier: per set (the variants left out), each policy row's normalised score (95 % CI)
-    against its mean decision time (log scale, p99 as a thin bar), coloured by rung. Rows without decision times
-    (bounds, per-episode references) are dashed horizontal lines: the headroom no online policy is shown to reach.
-    The dotted staircase joins the rows no faster row beats: the frontier."""
+    """The quality/latency frontier: per set (the variants left out), each online row's normalised score (95 % CI)
+    against its mean decision time (log scale, p99 as a thin bar), coloured by rung. Bounds and clairvoyant
+    references are dashed horizontal lines (they see the future, and a planner's work in ``reset`` is no decision
+    time): the headroom no online policy is shown to reach. The dotted staircase joins the rows no faster row
+    beats: the frontier."""
     plt = pyplot()
     sets = [s for s in dict.fromkeys(r["set"] for r in rows) if "@" not in str(s)]
     if not sets:
         return
-    fig, axes = plt.subplots(1, len(sets), figsize=(6.4 * len(sets), 4.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(sets), figsize=(max(7.6, 6.4 * len(sets)), 4.6), squeeze=False)
     colour_of = {**{"submitted": "#ff7f0e"}, **RUNG_COLOURS}
     for ax, set_label in zip(axes.flat, sets):
         sub = [r for r in rows if r["set"] == set_label and np.isfinite(float(r["normalised"]))]
-        timed = [r for r in sub if r.get("decision_ms") not in (None, "") and np.isfinite(float(r["decision_ms"]))]
+        timed = [r for r in sub if r["rung"] not in ("bound", "reference") and r.get("decision_ms") not in (None, "")
+                 and np.isfinite(float(r["decision_ms"]))]
+        top = max([float(r["normalised"]) for r in sub] + [1.0])
+        floor = -0.15  # rows far below random (a weak baseline at -4) are drawn at the floor, their value written
         for r in timed:
             x, y, colour = float(r["decision_ms"]), float(r["normalised"]), colour_of.get(r["rung"], "#7f7f7f")
             p99 = float(r.get("decision_ms_p99") or x)
+            if y < floor:
+                ax.plot(x, floor, marker="v", color=colour, markersize=6, clip_on=False, zorder=3)
+                ax.annotate(f"{str(r['policy']).removeprefix('pretrained:')} {y:.2f}", (x, floor), xytext=(4, 3),
+                            textcoords="offset points", fontsize=6.5, color=colour)
+                continue
             ax.plot([x, max(x, p99)], [y, y], color=colour, lw=0.8, alpha=0.6)
             ax.errorbar(x, y, yerr=[[y - float(r["normalised_lo"])], [float(r["normalised_hi"]) - y]], fmt="o",
                         color=colour, ecolor=colour, capsize=2, markersize=5, markeredgecolor="white", zorder=3)
             ax.annotate(str(r["policy"]).removeprefix("pretrained:"), (x, y), xytext=(4, 3),
                         textcoords="offset points", fontsize=6.5, color=colour)
+        ax.set_ylim(floor - 0.05, top + 0.08)
         best, frontier = -np.inf, []
         for r in sorted(timed, key=lambda r: float(r["decision_ms"])):
             if float(r["normalised"]) > best:
@@ -530,10 +540,10 @@ def plot_frontier(env_id: str, rows: list[dict[str, Any]], path: Path) -> None:
         ax.grid(alpha=0.3, which="both")
     present = [k for k in colour_of if any(r["rung"] == k for r in rows)]
     handles = [plt.Line2D([], [], marker="o", ls="", color=colour_of[k]) for k in present]
-    fig.legend(handles, [RUNG_LABELS.get(k, k) for k in present], loc="lower center", ncol=len(present), fontsize=8,
-               frameon=False)
-    fig.suptitle(f"{env_id}: quality against decision time (the frontier)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.legend(handles, [RUNG_LABELS.get(k, k) for k in present], loc="lower center",
+               ncol=len(present) if len(sets) > 1 else min(len(present), 4), fontsize=8, frameon=False)
+    fig.suptitle(f"{env_id}: quality against decision time (the frontier; ▼: below the floor, value written)")
+    fig.tight_layout(rect=(0, 0.06 if len(sets) > 1 else 0.1, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -549,12 +559,20 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return f"{float(value):.{digits}g}"
 
 
+def _ms_text(value: Any) -> str:
+    """Milliseconds as people read them: 0.0031, 0.61, 31, 5,004 (no exponents); ``–`` for none."""
+    if value in (None, "") or not np.isfinite(float(value)):
+        return "–"
+    value = float(value)
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
 def _ms(row: dict[str, Any]) -> str:
     """``mean (p99)`` decision milliseconds of a row, ``–`` without (bounds, rows published before the columns)."""
-    mean, p99 = row.get("decision_ms"), row.get("decision_ms_p99")
+    mean = row.get("decision_ms")
     if mean in (None, "") or not np.isfinite(float(mean)):
         return "–"
-    return f"{_fmt(mean, 2)} ({_fmt(p99, 2)})"
+    return f"{_ms_text(mean)} ({_ms_text(row.get('decision_ms_p99'))})"
 
 
 def _env_anchor(env_id: str) -> str:
@@ -600,6 +618,7 @@ def render_page(results: Path = RESULTS) -> str:
     ]
     if command:
         lines += ["Generated by:", "", "```", command, "```", ""]
+    lines += headroom_table(results)
     for csv_path in sorted(results.glob("*.csv")):
         rows = read_csv(csv_path)
         if not rows:
@@ -657,6 +676,48 @@ def render_page(results: Path = RESULTS) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _best(sub: list[dict[str, Any]], rungs: tuple[str, ...], tightest: bool = False) -> dict[str, Any] | None:
+    """The row of ``sub`` in ``rungs`` with the highest normalised score (``tightest``: the lowest, for bounds)."""
+    cand = [r for r in sub if r["rung"] in rungs and np.isfinite(float(r["normalised"]))]
+    if not cand:
+        return None
+    return (min if tightest else max)(cand, key=lambda r: float(r["normalised"]))
+
+
+def headroom_table(results: Path = RESULTS) -> list[str]:
+    """The Leaderboard's headroom table: per env and main set, the best learner, the best online reference (and
+    its decision time) and the tightest bound (else clairvoyant reference), normalised, and the room left."""
+    lines = ["## Headroom: online references, learners and bounds", "",
+             "Per env and set (normalised: 0 = random, 1 = strongest heuristic): how far the best online reference "
+             "gets at what compute, where the best learner stands, and how much room the tightest bound leaves "
+             "above the online reference (an upper limit on what any online policy could still gain; for UEC-v0 "
+             "the information-relaxation bound, which holds for online policies' means).", "",
+             "| env | set | best learner | best online reference (ms/decision) | tightest bound (else clairvoyant "
+             "reference) | online − learner | bound − online |", "|---|---|---|---|---|---|---|"]
+    for csv_path in sorted(results.glob("*.csv")):
+        rows = read_csv(csv_path)
+        for set_label in dict.fromkeys(r["set"] for r in rows):
+            if "@" in str(set_label):
+                continue
+            sub = [r for r in rows if r["set"] == set_label]
+            learner, online = _best(sub, ("learner",)), _best(sub, ("online",))
+            bound = _best(sub, ("bound",), tightest=True) or _best(sub, ("reference",))
+
+            def cell(row: dict[str, Any] | None, ms: bool = False) -> str:
+                if row is None:
+                    return "–"
+                text = f"`{str(row['policy']).removeprefix('pretrained:')}` {float(row['normalised']):.2f}"
+                return f"{text} ({_ms_text(row.get('decision_ms'))} ms)" if ms else text
+
+            def gap(high: dict[str, Any] | None, low: dict[str, Any] | None) -> str:
+                return "–" if high is None or low is None else f"{float(high['normalised']) - float(low['normalised']):+.2f}"
+
+            lines.append(f"| [{rows[0]['env_id']}](#{_env_anchor(str(rows[0]['env_id']))}) | "
+                         f"{str(set_label).replace('_', ' ')} | {cell(learner)} | {cell(online, ms=True)} | {cell(bound)} | "
+                         f"{gap(online, learner)} | {gap(bound, online)} |")
+    return [*lines, ""]
+
+
 def readme_table(results: Path = RESULTS) -> str:
     """README's one line per env: the strongest heuristic, the best paper baseline, learner and bound."""
     lines = [README_BEGIN,
@@ -672,13 +733,11 @@ def readme_table(results: Path = RESULTS) -> str:
         sub = [r for r in rows if r["set"] == set_label]
 
         def best(rung: tuple[str, ...], sub: list[dict[str, Any]] = sub, tightest: bool = False) -> str:
-            cand = [r for r in sub if r["rung"] in rung and np.isfinite(float(r["normalised"]))]
-            if not cand:
+            top = _best(sub, rung, tightest)  # a proven bound: the tightest; anything else: the best
+            if top is None:
                 return "–"
-            pick = min if tightest else max  # a proven bound: the tightest; anything else: the best
-            top = pick(cand, key=lambda r: float(r["normalised"]))
             text = f"`{str(top['policy']).removeprefix('pretrained:')}` {float(top['normalised']):.2f}"
-            return f"{text} ({_fmt(top.get('decision_ms'), 2)} ms)" if "online" in rung else text
+            return f"{text} ({_ms_text(top.get('decision_ms'))} ms)" if "online" in rung else text
 
         has_bound = any(r["rung"] == "bound" for r in sub)
         clairvoyant = best(("bound",), tightest=True) if has_bound else best(("reference",))
