@@ -53,7 +53,7 @@ from agents.loading import (
     split_ablation,
 )
 from agents.registry import EPISODES, SEED, check_env_kwargs, check_writable_folder
-from edge_sched_gym import CONF_DIR
+from edge_sched_gym import CONF_DIR, points
 from envs.problems import get_problem
 from offline.provenance import check_output_path, parse_bool
 from offline.runner import EvaluationHook, evaluate, get_hook, label_policies
@@ -65,13 +65,13 @@ SWEEP_KEYS = ("name", "parameter", "values", "metrics", "overrides")
 #: from its paper, read by evaluate_papers) and ``runner`` (an experiment of experiments).
 OWN_KEYS: dict[str, Any] = {"policies": None, "instances": None, "episodes": None, "seed": 0, "out": None,
                             "publish": False, "progress": True, "render": False, "evaluation_kwargs": {},
-                            "sweeps": []}
+                            "sweeps": [], "reuse": True}
 EXPERIMENT_KEYS = ("env", "paper", "runner")
 #: the env group's keys (train.py's EnvConfig)
 ENV_KEYS = ("name", "id", "kwargs", "wrappers", "reference_policy", "algo_overrides", "algo_wrappers")
 #: the keys each runner reads (besides ``runner`` and ``out``); evaluate.py's own keys are unused there
 RUNNER_KEYS: dict[str, tuple[str, ...]] = {
-    "edge_sched_gym.evaluate_papers:run_from_config": ("papers", "quick", "publish", "out"),
+    "edge_sched_gym.evaluate_papers:run_from_config": ("papers", "quick", "publish", "out", "reuse"),
     "edge_sched_gym.score:run_ladder": ("ladder_envs", "quick", "publish", "out", "learners", "policies"),
 }
 #: where outputs go without out= (git-ignored): outputs/<env>__<time>/
@@ -313,8 +313,11 @@ def plot_sweep(name: str, parameter: str, values: list, rows: list[dict], metric
     plt.close(fig)
 
 
-def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
-    """Contract 4: one evaluation per value of ``sweep.parameter``; writes <name>.csv and <name>.png."""
+def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path, code: str | None = None) -> list[dict]:
+    """Contract 4: one evaluation per value of ``sweep.parameter``; writes <name>.csv and <name>.png.
+
+    A point that finished in an earlier run into the same folder, with the same config and code (``code``, see
+    :mod:`edge_sched_gym.points`), is reused unless ``reuse=false``; each point is saved as soon as it finishes."""
     unknown = sorted(set(sweep) - set(SWEEP_KEYS))
     missing = [k for k in ("name", "parameter", "values") if k not in sweep]
     if unknown or missing:
@@ -323,6 +326,7 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
     values = OmegaConf.to_container(sweep["values"], resolve=True)
     metrics = list(sweep.get("metrics") or ["profit_mean"])
     column = parameter.split(".")[-1]
+    reuse = parse_bool("reuse", cfg.get("reuse", True))
     rows: list[dict] = []
     for value in values:
         point = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
@@ -330,9 +334,19 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path) -> list[dict]:
         for key, fixed in (sweep.get("overrides") or {}).items():
             OmegaConf.update(point, str(key), fixed, force_add=True)
         OmegaConf.update(point, parameter, value, force_add=True)
-        print(f"[{name}] {parameter} = {value}", flush=True)
-        point_rows = evaluate_once(point, out_dir / name / value_label(value))
-        print(compact_table(point_rows, problem_hook(str(point.env.id))), flush=True)
+        folder = out_dir / name / value_label(value)
+        key = points.fingerprint(point, code) if code is not None else None
+        reused = points.load_point(folder, key) if key is not None and reuse else None
+        if reused is not None:
+            print(f"[{name}] {parameter} = {value}: finished in an earlier run, reused ({folder / points.POINT_FILE}; "
+                  "reuse=false runs it again)", flush=True)
+            point_rows = reused
+        else:
+            print(f"[{name}] {parameter} = {value}", flush=True)
+            point_rows = evaluate_once(point, folder)
+            if key is not None:
+                points.save_point(folder, key, point_rows, code)
+            print(compact_table(point_rows, problem_hook(str(point.env.id))), flush=True)
         label = value if isinstance(value, (int, float, str)) else value_label(value)
         if any(column in row for row in point_rows):  # the swept parameter is also a result column (e.g.
             column = f"swept_{parameter.split('.')[-1]}"  # OINC's retraining_share): keep both, distinctly named
@@ -351,6 +365,7 @@ def run(cfg: DictConfig) -> Path:
         return getattr(importlib.import_module(module), function)(cfg)
     resolve_settings(cfg)  # fail at once on bad input, before any work
     publish = parse_bool("publish", cfg.get("publish", False))
+    parse_bool("reuse", cfg.get("reuse", True))
     check_writable_folder("out", str(cfg.out or DEFAULT_OUT))
     if cfg.get("out"):
         check_output_path(str(cfg.out), publish=publish, key="out")  # checked-in results change only on purpose
@@ -377,8 +392,9 @@ def run(cfg: DictConfig) -> Path:
             print(compact_table(evaluate_once(cfg, out_dir), problem_hook(str(cfg.env.id))), flush=True)
         else:
             all_rows: list[dict] = []
+            code = points.code_version()
             for sweep in sweeps:
-                all_rows += run_sweep(cfg, sweep, out_dir)
+                all_rows += run_sweep(cfg, sweep, out_dir, code)
             write_csv(out_dir / "summary.csv", all_rows)
     except ValueError:  # e.g. a model whose tensors are refused at load: leave no half-written folder behind
         if fresh:

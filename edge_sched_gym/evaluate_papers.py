@@ -394,8 +394,10 @@ def _size(cfg: DictConfig) -> str:
 
 
 def run_experiment(paper: str, experiment: str, block: dict, *, quick: bool, results: Path,
-                   extra: dict | None = None) -> tuple[list[dict], float, str]:
-    """Run one experiment into ``results/<paper>/<experiment>/`` and write ``results/<paper>/<experiment>.csv``."""
+                   extra: dict | None = None, reuse: bool = True) -> tuple[list[dict], float, str]:
+    """Run one experiment into ``results/<paper>/<experiment>/`` and write ``results/<paper>/<experiment>.csv``;
+    sweep points finished there by an earlier run of the same config and code are reused (``reuse``,
+    :mod:`edge_sched_gym.points`), so a long run resumes where it stopped."""
     cfg = compose(experiment)
     if quick:
         cfg = shrink(cfg, block.get("quick") or {})
@@ -404,6 +406,7 @@ def run_experiment(paper: str, experiment: str, block: dict, *, quick: bool, res
     out_dir = results / paper / experiment
     cfg.out = str(out_dir)
     cfg.progress = False
+    cfg.reuse = reuse
     size = _size(cfg)
     print(f"== {paper}: {experiment} ({'quick' if quick else 'full'} size: {size})", flush=True)
     start = time.perf_counter()
@@ -628,7 +631,7 @@ def _snapshot(paths: list[Path]) -> dict[Path, bytes | None]:
 def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str | None = None,
                docs: Path | str | None = None, readme: Path | str | None = _AUTO, out: Path | str | None = None,
                publish: Any = False, experiments: list[str] | None = None, extra: dict | None = None,
-               command: str | None = None) -> Path:
+               command: str | None = None, reuse: Any = True) -> Path:
     """Run the papers' experiments, compare with the papers, write CSVs, pages, summary and README's table.
 
     Without ``publish`` everything goes under ``out`` (default ``outputs/papers/``, git-ignored): ``<paper>/``,
@@ -636,13 +639,16 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str |
     checked-in ``results/``, ``docs/papers/`` and README's results-at-a-glance table are refreshed, and the files
     that changed are printed. ``results``/``docs``/``readme`` given explicitly win (tests).
     ``experiments`` restricts the run to some experiments and ``extra`` shrinks further (tests); both change
-    nothing else. Bad input raises ValueError before anything is written.
+    nothing else. ``reuse`` (default true): sweep points an earlier, interrupted run of the same config and code
+    finished under the same folders are reused (:mod:`edge_sched_gym.points`). Bad input raises ValueError before
+    anything is written.
     """
     from offline.provenance import parse_bool
 
     names = parse_papers(papers)
     quick = parse_quick(quick)
     publish = parse_bool("publish", publish)
+    reuse = parse_bool("reuse", reuse)
     if publish:
         require_clone()
     out = Path(out) if out else DEFAULT_OUT
@@ -683,7 +689,8 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str |
     for paper, blocks in plan.items():
         runs = []
         for experiment, block in blocks.items():
-            rows, wall, size = run_experiment(paper, experiment, block, quick=quick, results=results, extra=extra)
+            rows, wall, size = run_experiment(paper, experiment, block, quick=quick, results=results, extra=extra,
+                                              reuse=reuse)
             runs.append({"experiment": experiment, "rows": rows, "wall_s": wall, "size": size,
                          "full_time": block.get("full_time", "")})
         docs.mkdir(parents=True, exist_ok=True)
@@ -718,11 +725,11 @@ def run_papers(papers: Any = "all", quick: Any = False, *, results: Path | str |
 
 def run_from_config(cfg: DictConfig) -> Path:
     """evaluate.py's ``runner`` for ``experiment=papers`` / ``papers_<paper>`` (keys ``papers``, ``quick``,
-    ``publish``, ``out``)."""
+    ``publish``, ``out``, ``reuse``)."""
     args = [a for a in sys.argv[1:]]
     command = "python evaluate.py " + " ".join(args) if args else None
     return run_papers(cfg.get("papers", "all"), cfg.get("quick", False), out=cfg.get("out") or None,
-                      publish=cfg.get("publish", False), command=command)
+                      publish=cfg.get("publish", False), command=command, reuse=cfg.get("reuse", True))
 
 
 def main(argv: list[str]) -> int:
