@@ -78,7 +78,12 @@ class LPModel:
 
 @dataclass(frozen=True)
 class LPSolution:
-    """Optimal P1-LP solution: ``y`` (J, K, L, T), ``x`` (n_reserved, T) (0 outside windows), ``value``."""
+    """Optimal P1-LP solution: ``y`` (J, K, L, T), ``x`` (n_reserved, T) (0 outside windows), ``value``.
+
+    ``iterations`` is HiGHS's iteration count (interior-point iterations for "highs-ipm", simplex iterations
+    otherwise) and ``crossover_iterations`` its crossover's: with ``solve_seconds`` they say what the solve
+    time is made of (``python -m benchmarks.offline_stage`` prints seconds per iteration).
+    """
 
     y: np.ndarray
     x: np.ndarray
@@ -86,6 +91,8 @@ class LPSolution:
     build_seconds: float
     solve_seconds: float
     model: LPModel
+    iterations: int = 0
+    crossover_iterations: int = 0
 
 
 def dominated_profiles(profit: np.ndarray, survival: np.ndarray) -> np.ndarray:
@@ -227,10 +234,14 @@ def solve_lp(
 
     ``method``: "highs-ipm" (default; interior point + crossover, 3.5x faster than dual simplex on the default
     preset, see ``python -m benchmarks.offline_stage compare=true``), "highs-ds" or "highs" (HiGHS chooses).
-    At the largest scale (K=7, J=18, L=8, T=200) the solve takes ~10 s of CPU; calling HiGHS directly, no
-    crossover, no presolve, a looser IPM tolerance, equality aggregation rows, dropping the implied upper
-    bounds, rescaling y, and column generation over y (cold or warm-started) were measured and none was
-    faster (issue 15).
+    At the largest scale (K=7, J=18, L=8, T=200) the solve is ~6.3 s of CPU on a quiet machine, all of it in
+    HiGHS's interior point (IPX: 42 iterations on 16,218 rows, ~0.15 s each; crossover ~0.2 s; build and value
+    functions ~0.02 s). Measured and not faster: calling HiGHS directly, no crossover, no presolve, a looser
+    IPM tolerance, equality aggregation rows, dropping the implied upper bounds, rescaling y, column generation
+    over y (cold or warm-started) (issue 15); IPX dualized (4x slower), HiGHS 1.12's PDLP (> 90 s), "hipo"
+    (not in scipy's build: falls back to simplex, 18 s), column generation re-solving by IPM (6 rounds, 20 s;
+    a restricted LP with half the columns still takes ~3 s: the rows bound it), writing the (k, l, t) groups
+    with few devices directly instead of through z (fewer rows, more non-zeros: slower, or IPX fails) (issue 38).
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} is invalid: expected one of {list(METHODS)}")
@@ -261,4 +272,6 @@ def solve_lp(
         build_seconds=model.build_seconds,
         solve_seconds=solve_seconds,
         model=model,
+        iterations=int(result.get("nit") or 0),
+        crossover_iterations=int(result.get("crossover_nit") or 0),
     )
