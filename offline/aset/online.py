@@ -27,7 +27,7 @@ from offline.aset.heuristics import (
     THRESHOLD_SWITCH,
     ThresholdSwitchPolicy,
 )
-from offline.aset.policies import ENV_IDS, PeriodicSwitchPolicy
+from offline.aset.policies import ENV_IDS, PeriodicSwitchPolicy, simulate_windows
 from offline.ladder_spec import tuned_params
 from offline.registry import register_policy
 
@@ -124,15 +124,9 @@ class AsetRolloutPolicy:
                     threshold = copy.copy(self._threshold)
                     threshold._relief_run = 0 if action == LEAST_IMPEDANCE else min(self._relief_run + 1,
                                                                                      threshold.max_relief_run)
-                    step_action, sim_obs = action, obs
-                    for step in range(self.horizon):  # a fork ends where the episode would (truncated)
-                        if step > 0:
-                            step_action = self._base_action(base, step, sim_obs, threshold)
-                        sim_obs, _, terminated, truncated, step_info = sim.step(step_action)
-                        queries += step_info["queries"]
-                        succeeded += step_info["success"] * step_info["queries"]
-                        if terminated or truncated:
-                            break
+                    succeeded, queries = simulate_windows(  # a fork ends where the episode would (truncated)
+                        sim, action, lambda step, o, b=base, th=threshold: self._base_action(b, step, o, th),
+                        self.horizon, succeeded, queries)
                 score = succeeded / queries if queries > 0 else 1.0
                 scores[action] = score if np.isnan(scores[action]) else max(scores[action], score)
                 if action == own[base]:

@@ -145,6 +145,23 @@ class BestStaticHindsightPolicy:
         return self.choice
 
 
+def simulate_windows(sim: Any, first: int, then: Any, horizon: int, succeeded: float = 0.0,
+                     queries: float = 0.0) -> tuple[float, float]:
+    """Step ``sim`` (a copy or a fork of an ASET env) ``horizon`` windows or to its end: ``first``, then
+    ``then(step, obs)`` for step >= 1; returns (succeeded, queries) with the windows' succeeded queries and
+    queries added to the running totals given. The rollouts' inner loop."""
+    action, obs = first, None
+    for step in range(horizon):
+        if step > 0:
+            action = then(step, obs)
+        obs, _, terminated, truncated, info = sim.step(action)
+        queries += info["queries"]
+        succeeded += info["success"] * info["queries"]
+        if terminated or truncated:
+            break
+    return succeeded, queries
+
+
 class LookaheadOracle:
     """Clairvoyant rollout over a cycle (reads the future): each window, the action whose next ``horizon``
     windows succeed best, the action played first and ``base`` (a cycle, by default periodic_switch's) after.
@@ -177,14 +194,8 @@ class LookaheadOracle:
         best, best_score = 0, -1.0
         for action in range(len(POLICY_NAMES)):
             sim = copy.deepcopy(self._env, {id(self._env.instance): self._env.instance})  # shares the instance
-            queries = succeeded = 0.0
-            for t in range(min(self.horizon, sim.horizon - sim.state.window)):
-                step_action = action if t == 0 else int(self.base[(t - 1) % len(self.base)])
-                _, _, terminated, truncated, step_info = sim.step(step_action)
-                queries += step_info["queries"]
-                succeeded += step_info["success"] * step_info["queries"]
-                if terminated or truncated:
-                    break
+            succeeded, queries = simulate_windows(sim, action, lambda t, _obs: int(self.base[(t - 1) % len(self.base)]),
+                                                  min(self.horizon, sim.horizon - sim.state.window))
             score = succeeded / queries if queries > 0 else 1.0
             if score > best_score:
                 best, best_score = action, score
