@@ -335,7 +335,7 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path, code: str | Non
             OmegaConf.update(point, str(key), fixed, force_add=True)
         OmegaConf.update(point, parameter, value, force_add=True)
         folder = out_dir / name / value_label(value)
-        key = points.fingerprint(point, code) if code is not None else None
+        key = points.fingerprint(point) if code is not None else None
         reused = points.load_point(folder, key) if key is not None and reuse else None
         if reused is not None:
             print(f"[{name}] {parameter} = {value}: finished in an earlier run, reused ({folder / points.POINT_FILE}; "

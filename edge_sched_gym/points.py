@@ -1,11 +1,13 @@
 """Finished sweep points, kept so that an interrupted experiment resumes where it stopped.
 
 evaluate.py runs a sweep point by point into ``<out>/<sweep>/<value>/``. When a point has finished, its summary
-rows go to ``point.json`` in that folder with a fingerprint of what decided them: the point's resolved config and the
-code (the commit, plus a hash of the uncommitted changes to tracked files). A later run with the same ``out=`` (the
-papers' runner always uses the same folders) reuses every point whose fingerprint matches and runs the others, so a
-full-size experiment can be spread over several sessions or machines, and a killed run loses at most the point it
-was running. ``reuse=false`` runs every point again. The file is written atomically (a temporary file, then a
+rows go to ``point.json`` in that folder with what decided them: a fingerprint of the point's resolved config, and
+the code that ran it (a hash of every one of this project's source files the process had imported, of the
+package data under envs/, offline/ and agents/, and the versions of the numerical libraries). A later run with the
+same ``out=`` (the papers' runner always uses the same folders) reuses every point whose config matches and whose
+recorded files are unchanged on disk, and runs the others. Commits that leave a point's code alone (docs, another
+problem's modules) keep it, so a full-size experiment can be spread over several sessions or machines, and a killed
+run loses at most the point it was running. ``reuse=false`` runs every point again. The file is written atomically (a temporary file, then a
 rename), so a point killed while it is being saved is simply run again.
 """
 
@@ -24,12 +26,16 @@ from offline.provenance import ROOT
 
 POINT_FILE = "point.json"
 #: bumped when the file's layout changes (older files are then not reused)
-FORMAT = 1
+FORMAT = 2
+#: folders whose non-Python files (models, instance data) can change a point's rows
+DATA_FOLDERS = ("envs", "offline", "agents")
+#: libraries whose version can change a point's rows
+LIBRARIES = ("numpy", "scipy", "highspy", "numba", "torch", "gymnasium", "stable_baselines3")
 
 
 def code_version(root: Path = ROOT) -> str:
-    """The commit of ``root`` and, when tracked files differ from it, a hash of the difference (so an edit of the
-    code is a different version); the package version outside a git clone."""
+    """The commit of ``root`` and, when tracked files differ from it, a hash of the difference; the package version
+    outside a git clone. Recorded with a point as provenance (reuse is decided by :func:`unchanged`)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         if head.returncode == 0:
@@ -47,18 +53,70 @@ def code_version(root: Path = ROOT) -> str:
         return "unknown"
 
 
-def fingerprint(point: DictConfig, code: str) -> str:
-    """A hash of a point's resolved config (the keys that cannot change its rows left out) and the code version."""
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:20]
+    except OSError:
+        return None
+
+
+def code_state(root: Path = ROOT) -> dict[str, Any]:
+    """What the code that ran a point consists of: a hash per project source file imported so far (called after the
+    point ran, so every module it used is included), per package data file, and the numerical libraries'
+    versions."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    root = root.resolve()
+    files: dict[str, str | None] = {}
+    for module in list(sys.modules.values()):
+        location = getattr(module, "__file__", None)
+        if not location or not location.endswith(".py"):
+            continue
+        path = Path(location).resolve()
+        if root in path.parents and "site-packages" not in path.parts and ".venv" not in path.parts:
+            files[path.relative_to(root).as_posix()] = _digest(path)
+    for folder in DATA_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts:
+                files[path.relative_to(root).as_posix()] = _digest(path)
+    libraries = {}
+    for name in LIBRARIES:
+        try:
+            libraries[name] = version(name.replace("_", "-"))
+        except PackageNotFoundError:
+            libraries[name] = None
+    return {"files": dict(sorted(files.items())), "libraries": libraries}
+
+
+def unchanged(state: Any, root: Path = ROOT) -> bool:
+    """Whether every file recorded in ``state`` (from :func:`code_state`) still has its hash, every data file now
+    present was recorded, and the libraries have the same versions."""
+    if not isinstance(state, dict) or not isinstance(state.get("files"), dict):
+        return False
+    now = code_state(root)
+    if state.get("libraries") != now["libraries"]:
+        return False
+    recorded = state["files"]
+    if any(_digest(root / name) != digest for name, digest in recorded.items()):
+        return False
+    data_now = {name for name in now["files"] if not name.endswith(".py")}
+    return data_now <= set(recorded)
+
+
+def fingerprint(point: DictConfig) -> str:
+    """A hash of a point's resolved config (the keys that cannot change its rows left out); the code is checked
+    apart, file by file (:func:`unchanged`)."""
     config = OmegaConf.to_container(point, resolve=True)
     for key in ("out", "progress", "publish", "reuse", "hydra"):
         config.pop(key, None)
-    text = json.dumps({"config": config, "code": code, "format": FORMAT}, sort_keys=True, default=str)
+    text = json.dumps({"config": config, "format": FORMAT}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_point(folder: Path, key: str) -> list[dict[str, Any]] | None:
-    """The rows of the finished point in ``folder`` if its fingerprint is ``key``; None otherwise (no file, another
-    config or code, an unreadable file)."""
+def load_point(folder: Path, key: str, root: Path = ROOT) -> list[dict[str, Any]] | None:
+    """The rows of the finished point in ``folder`` if its fingerprint is ``key`` and the code it recorded is
+    unchanged (:func:`unchanged`); None otherwise (no file, another config or code, an unreadable file)."""
     path = folder / POINT_FILE
     try:
         data = json.loads(path.read_text())
@@ -66,15 +124,18 @@ def load_point(folder: Path, key: str) -> list[dict[str, Any]] | None:
         return None
     if not isinstance(data, dict) or data.get("fingerprint") != key or not isinstance(data.get("rows"), list):
         return None
+    if data.get("format") != FORMAT or not unchanged(data.get("code_state"), root):
+        return None
     return data["rows"]
 
 
-def save_point(folder: Path, key: str, rows: list[dict[str, Any]], code: str) -> Path:
-    """Write ``rows`` as the finished point of ``folder`` (atomically)."""
+def save_point(folder: Path, key: str, rows: list[dict[str, Any]], code: str, root: Path = ROOT) -> Path:
+    """Write ``rows`` as the finished point of ``folder`` (atomically), with the state of the code that ran it."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / POINT_FILE
     tmp = path.with_name(f".{POINT_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"fingerprint": key, "code": code, "format": FORMAT, "rows": rows}, default=_plain))
+    tmp.write_text(json.dumps({"fingerprint": key, "code": code, "format": FORMAT, "code_state": code_state(root),
+                               "rows": rows}, default=_plain))
     os.replace(tmp, path)
     return path
 

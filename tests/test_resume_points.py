@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,18 +85,52 @@ def test_a_changed_config_or_reuse_false_runs_every_point_again(tmp_path, counte
     assert calls == []
 
 
-def test_another_code_version_or_a_damaged_file_is_not_reused(tmp_path):
+def test_a_damaged_file_or_another_config_is_not_reused(tmp_path):
     cfg = _cfg(tmp_path)
-    key = points.fingerprint(cfg, "commit-a")
-    assert key != points.fingerprint(cfg, "commit-b")
-    assert key == points.fingerprint(_cfg(tmp_path / "elsewhere", "progress=true"), "commit-a")  # out= is not part
+    key = points.fingerprint(cfg)
+    assert key == points.fingerprint(_cfg(tmp_path / "elsewhere", "progress=true"))  # out= is not part
+    assert key != points.fingerprint(_cfg(tmp_path, "episodes=3"))
     points.save_point(tmp_path, key, [{"policy": "x", "profit_mean": float("nan")}], "commit-a")
     assert points.load_point(tmp_path, key)[0]["policy"] == "x"
-    assert points.load_point(tmp_path, points.fingerprint(cfg, "commit-b")) is None
     (tmp_path / points.POINT_FILE).write_text('{"fingerprint": ')  # a half-written file (never left by save_point)
     assert points.load_point(tmp_path, key) is None
     (tmp_path / points.POINT_FILE).write_text(json.dumps({"fingerprint": key, "rows": "not rows"}))
     assert points.load_point(tmp_path, key) is None
+
+
+def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypatch):
+    """The code is checked file by file: an edit of a module the point imported, of package data, or another library
+    version invalidates it; a new module it never imported (another problem's code, a test) does not."""
+    root = tmp_path / "project"
+    (root / "envs").mkdir(parents=True)
+    (root / "agents").mkdir()
+    used = root / "envs" / "used_by_point.py"
+    used.write_text("VALUE = 1\n")
+    (root / "agents" / "model.bin").write_bytes(b"weights")
+    monkeypatch.syspath_prepend(str(root / "envs"))
+    import importlib
+
+    importlib.import_module("used_by_point")
+    folder, key = tmp_path / "point", "k"
+    points.save_point(folder, key, [{"policy": "x"}], "commit-a", root=root)
+    assert "envs/used_by_point.py" in json.loads((folder / points.POINT_FILE).read_text())["code_state"]["files"]
+    assert points.load_point(folder, key, root=root) == [{"policy": "x"}]
+    (root / "envs" / "unrelated.py").write_text("OTHER = 2\n")  # code the point never imported
+    assert points.load_point(folder, key, root=root) == [{"policy": "x"}]
+    used.write_text("VALUE = 2\n")  # the point's own code changed
+    assert points.load_point(folder, key, root=root) is None
+    used.write_text("VALUE = 1\n")
+    assert points.load_point(folder, key, root=root) is not None
+    (root / "agents" / "model.bin").write_bytes(b"other weights")  # package data changed
+    assert points.load_point(folder, key, root=root) is None
+    (root / "agents" / "model.bin").write_bytes(b"weights")
+    (root / "agents" / "new_model.bin").write_bytes(b"new")  # new package data the point could have read
+    assert points.load_point(folder, key, root=root) is None
+    (root / "agents" / "new_model.bin").unlink()
+    real = points.code_state(root)
+    monkeypatch.setattr(points, "code_state", lambda r=root: {**real, "libraries": {**real["libraries"], "numpy": "0"}})
+    assert points.load_point(folder, key, root=root) is None  # another library version
+    sys.modules.pop("used_by_point", None)
 
 
 def test_reuse_must_be_a_bool(tmp_path):
