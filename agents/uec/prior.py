@@ -45,6 +45,9 @@ from offline.uec.heuristics import NetScoreGreedyPolicy
 BASE_FEATURES = 20
 #: priors a model may start from: the net-score greedies of offline.uec.heuristics
 PRIORS: tuple[str, ...] = ("lp_bid_price", "value_bid_price", "opportunity_greedy")
+#: the SSPs a model may choose: "safe" (the heuristic's: safe with R > 0) or "useful" (any SSP the env allows with
+#: R > 0, including those reserved work may pre-empt: the action set of uec_rollout_preempt, ``agents.uec.dagger``)
+ACTION_SETS: tuple[str, ...] = ("safe", "useful")
 #: curve.csv of the REINFORCE trainer (x = decisions): sampled-rollout and greedy-evaluation profit, the prior's.
 REINFORCE_CURVE: tuple[Column, ...] = (
     Column("batch", "d"), Column("decisions", "d"), Column("seconds", ".1f"),
@@ -73,10 +76,13 @@ class PriorModelConfig:
     hidden: int = 64
     layers: int = 2
     temperature: float = 0.3  # initial 1/α: the prior's logit scale (profit units per nat)
+    actions: str = "safe"  # one of ACTION_SETS
 
     def __post_init__(self) -> None:
         if self.prior not in PRIORS:
             raise ValueError(f"prior={self.prior!r} is invalid: expected one of {list(PRIORS)}")
+        if self.actions not in ACTION_SETS:
+            raise ValueError(f"actions={self.actions!r} is invalid: expected one of {list(ACTION_SETS)}")
         if self.hidden < 1 or self.layers < 1 or not self.temperature > 0:
             raise ValueError(f"need hidden >= 1, layers >= 1, temperature > 0 (got {self.hidden}, {self.layers}, "
                              f"{self.temperature})")
@@ -87,7 +93,9 @@ class PriorModelConfig:
 
     @property
     def token_features(self) -> int:
-        return BASE_FEATURES + self.num_devices
+        """Features per action token: BASE_FEATURES, the device one-hot, and for ``actions="useful"`` the
+        probability that reserved work pre-empts the task (:func:`decision_features`)."""
+        return BASE_FEATURES + self.num_devices + (1 if self.actions == "useful" else 0)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,25 +115,33 @@ def make_heuristic(name: str, weight: float | None, env: gym.Env) -> NetScoreGre
 
 def decision_features(
     obs: np.ndarray, info: dict[str, Any], heuristic: NetScoreGreedyPolicy, layout: ObservationLayout,
-    profit_scale: float,
+    profit_scale: float, actions: str = "safe",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(tokens (A, F) float32, score (A,) float64, allowed (A,) bool) of one decision, A = 1 + K·L (env order).
 
     Token of SSP (k, l): R/maxR, price/maxR, net score/maxR (0 if not allowed), E[d_l]/D, server k's 5 features,
-    the task's budget on k, allowed bit, reject flag 0; the reject token has zeros there and flag 1. Every token
-    also carries the context: t/T, P(t), weight, accuracy gap, share of idle servers, share of allowed SSPs,
-    best allowed net score/maxR, mean elapsed busy time, then the device one-hot (J).
+    the task's budget on k, allowed bit (``actions="useful"``: the safe bit, since every useful SSP is allowed),
+    reject flag 0; the reject token has zeros there and flag 1. Every token also carries the context: t/T, P(t),
+    weight, accuracy gap, share of idle servers, share of allowed SSPs, best allowed net score/maxR, mean elapsed
+    busy time, then the device one-hot (J). With ``actions="useful"`` a last feature: P(d_l > the longest block
+    server k can give before its reserved work needs it), the chance reserved work pre-empts the task.
     """
     parts = layout.split(obs)
     K, L, J = layout.num_servers, layout.num_profiles, layout.num_devices
     A = 1 + K * L
     allowed = np.ones(A, dtype=bool)
-    allowed[1:] = heuristic.candidates(info)
-    net = heuristic.scores(info)
+    if actions == "useful":
+        allowed[1:] = heuristic.useful(info)
+        net = heuristic.net_scores(info)
+        bit = heuristic.candidates(info)
+    else:
+        allowed[1:] = heuristic.candidates(info)
+        net = heuristic.scores(info)
+        bit = allowed[1:]
     score = np.zeros(A)
     score[1:] = np.where(allowed[1:], net, 0.0)
     inv = 1.0 / profit_scale
-    tokens = np.zeros((A, BASE_FEATURES + J), dtype=np.float32)
+    tokens = np.zeros((A, BASE_FEATURES + J + (1 if actions == "useful" else 0)), dtype=np.float32)
     ssp = tokens[1:]
     ssp[:, 0] = parts["ssp_profit"]
     ssp[:, 1] = heuristic.prices(info) * inv
@@ -133,7 +149,7 @@ def decision_features(
     ssp[:, 3] = parts["ssp_duration"]
     ssp[:, 4:9] = np.repeat(parts["servers"], L, axis=0)
     ssp[:, 9] = np.repeat(parts["task"][2:], L)
-    ssp[:, 10] = allowed[1:]
+    ssp[:, 10] = bit
     tokens[0, 11] = 1.0
     servers = parts["servers"]
     context = tokens[:, 12:]
@@ -143,7 +159,16 @@ def decision_features(
     context[:, 5] = allowed[1:].mean()
     context[:, 6] = max(float(score[1:].max()), 0.0) * inv
     context[:, 7] = servers[:, 2].mean()
-    context[:, 8:] = parts["device"]
+    context[:, 8 : 8 + J] = parts["device"]
+    if actions == "useful":  # P(d_l > longest feasible block on k): the chance a started task is cut (earns 0)
+        instance = heuristic.instance
+        pmf = instance.duration_pmf  # (L, S), d = 1..S
+        D = int(instance.max_duration.max())  # the obs's block scale
+        tail = np.clip(1.0 - np.cumsum(pmf, axis=1), 0.0, 1.0)  # tail[l, b - 1] = P(d_l > b)
+        block = np.rint(servers[:, 4] * D).astype(np.int64)  # the obs caps the block at D (then nothing is cut)
+        cut = np.where(block[:, None] >= D, 0.0, np.where(block[:, None] < 1, 1.0,
+                                                           tail[:, np.clip(block - 1, 0, pmf.shape[1] - 1)].T))
+        tokens[1:, -1] = cut.reshape(K * L)
     return tokens, score, allowed
 
 
@@ -192,7 +217,7 @@ class PriorPolicy:
         if self._heuristic is None:
             raise RuntimeError("PriorPolicy.act before reset(env)")
         tokens, score, allowed = decision_features(np.asarray(obs), info, self._heuristic, self.model.layout,
-                                                   self._scale)
+                                                   self._scale, self.model.cfg.actions)
         with torch.no_grad():
             logits = self.model(torch.from_numpy(tokens)[None], torch.from_numpy(score)[None],
                                 torch.from_numpy(allowed)[None])[0]
@@ -213,13 +238,14 @@ class _Slot:
     instance: Instance
     heuristic: NetScoreGreedyPolicy
     scale: float
+    instance_seed: int = -1
 
 
 def _slot(env_kwargs: dict[str, Any], instance_seed: int, prior: str, weight: float) -> _Slot:
     env = UECEnv(**{**env_kwargs, "instance_seed": int(instance_seed), "resample_instance": False})
     env.reset(seed=0)
     heuristic = make_heuristic(prior, weight, env)
-    return _Slot(env.instance, heuristic, max(float(env.instance.expected_profit.max()), 1e-12))
+    return _Slot(env.instance, heuristic, max(float(env.instance.expected_profit.max()), 1e-12), int(instance_seed))
 
 
 def rollouts(
@@ -242,7 +268,8 @@ def rollouts(
     buffers: list[list[torch.Tensor]] = [[], [], [], [], []]
     layout = model.layout
     while active:
-        feats = [decision_features(obs[i], infos[i], slots[i].heuristic, layout, slots[i].scale) for i in active]
+        feats = [decision_features(obs[i], infos[i], slots[i].heuristic, layout, slots[i].scale, model.cfg.actions)
+                 for i in active]
         tokens = torch.from_numpy(np.stack([f[0] for f in feats]))
         score = torch.from_numpy(np.stack([f[1] for f in feats]))
         allowed = torch.from_numpy(np.stack([f[2] for f in feats]))
@@ -309,7 +336,8 @@ def collect_action_values(
     out = []
     done, played = False, 0
     while not done:
-        tokens, score, allowed = decision_features(obs, info, slot.heuristic, model.layout, slot.scale)
+        tokens, score, allowed = decision_features(obs, info, slot.heuristic, model.layout, slot.scale,
+                                                   model.cfg.actions)
         if rng.random() < state_prob and allowed.sum() > 1:
             out.append((tokens, score, allowed, action_values(env, obs, info, slot.heuristic, allowed)))
         if rng.random() < explore:
@@ -377,9 +405,7 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
           f"{time.perf_counter() - start:.0f}s", flush=True)
 
     layout = probe.layout
-    model = PriorNet(PriorModelConfig(layout.num_servers, layout.num_devices, layout.num_profiles, cfg.prior,
-                                      float(weight), int(cfg.prior_hidden), int(cfg.prior_layers),
-                                      float(cfg.prior_temperature)))
+    init = None
     if cfg.prior_init:
         from agents.loading import load_config_model
 
@@ -389,6 +415,12 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
             return PriorNet(PriorModelConfig(**saved))
 
         init, _ = load_config_model(Path(cfg.prior_init), "cpu", "UEC prior model file", build)
+    # the action set: the teacher's for DAgger, the start model's when fine-tuning one (e.g. a DAgger student)
+    actions = init.cfg.actions if init is not None else "useful" if cfg.prior_method == "dagger" else "safe"
+    model = PriorNet(PriorModelConfig(layout.num_servers, layout.num_devices, layout.num_profiles, cfg.prior,
+                                      float(weight), int(cfg.prior_hidden), int(cfg.prior_layers),
+                                      float(cfg.prior_temperature), actions))
+    if init is not None:
         if init.cfg != model.cfg:
             raise ValueError(f"algo.prior_init={cfg.prior_init!r} is not a PriorNet with config {model.cfg}")
         model.load_state_dict(init.state_dict())
@@ -412,6 +444,11 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
     save_model(run_dir / "model_best.pt", model, batches=0, steps=0, eval_mean_reward=best)
     alpha0 = float(model.log_alpha.detach().exp())
     print(f"[uec_prior] {'prior_init' if cfg.prior_init else 'heuristic'} greedy eval {heuristic_mean:.2f}", flush=True)
+    if cfg.prior_method == "dagger":
+        from agents.uec.dagger import train_dagger
+
+        return train_dagger(model, optimiser, cfg, base, pool, rng, env_kwargs=kwargs, start=start, run_dir=run_dir,
+                            evaluate=evaluate, heuristic_mean=heuristic_mean, seed=seed)
     if cfg.prior_method == "rollout_q":
         return _train_rollout_q(model, optimiser, cfg, base, pool, rng, env_kwargs=kwargs, start=start, steps=steps,
                                 run_dir=run_dir, evaluate=evaluate, heuristic_mean=heuristic_mean)

@@ -85,6 +85,13 @@ class TrainConfig:
     state_prob: float = 0.5  # rollout_q: share of the decisions whose action values are estimated
     q_batch: int = 256  # rollout_q: states per gradient step
     prior_init: str = ""  # a PriorNet model file to start from (e.g. a rollout_q run's model.pt); "" = the heuristic
+    # prior_method=dagger (agents.uec.dagger): imitate an online rollout reference on the states the student visits
+    teacher: str = "uec_rollout_preempt"  # uec_rollout_preempt | uec_rollout
+    dagger_rounds: int = 4  # student-driven collections after the teacher's own (round 0)
+    dagger_episodes: int = 40  # labelled episodes per round
+    dagger_epochs: int = 30  # cross-entropy epochs on all labels after each round
+    dagger_tau: float = 0.0  # > 0: soft targets softmax(Q̂/tau) over the teacher's rollout values (profit units)
+    dataset: str = ""  # a teacher_labels.npz to start from (with dagger_rounds=0: train a student from it alone)
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
@@ -108,8 +115,19 @@ class TrainConfig:
         if not out.prior_temperature > 0 or out.prior_hidden < 1 or out.prior_layers < 1 or out.train_instances < 0:
             raise ValueError("algo.prior_temperature must be > 0, prior_hidden and prior_layers >= 1, "
                              "train_instances >= 0")
-        if out.prior_method not in ("reinforce", "rollout_q"):
-            raise ValueError(f"algo.prior_method={out.prior_method!r} is invalid: expected reinforce or rollout_q")
+        if out.prior_method not in ("reinforce", "rollout_q", "dagger"):
+            raise ValueError(f"algo.prior_method={out.prior_method!r} is invalid: expected reinforce, rollout_q or "
+                             "dagger")
+        if out.prior_method == "dagger":
+            from agents.uec.dagger import TEACHERS
+
+            if out.teacher not in TEACHERS:
+                raise ValueError(f"algo.teacher={out.teacher!r} is invalid: expected one of {list(TEACHERS)}")
+            if out.dagger_rounds < 0 or out.dagger_episodes < 1 or out.dagger_epochs < 1 or not out.dagger_tau >= 0:
+                raise ValueError("algo.dagger_rounds must be >= 0, dagger_episodes and dagger_epochs >= 1, "
+                                 "dagger_tau >= 0")
+            if out.dagger_rounds == 0 and not out.dataset and out.dagger_episodes < 1:
+                raise ValueError("algo.dagger_rounds=0 needs dagger_episodes >= 1 or a dataset")
         if out.q_rounds < 1 or out.q_batch < 1 or not 0 < out.collect_fraction < 1:
             raise ValueError("algo.q_rounds and q_batch must be >= 1 and collect_fraction in (0, 1)")
         if not (0.0 <= out.explore <= 1.0 and 0.0 < out.state_prob <= 1.0):

@@ -117,6 +117,15 @@ class NetScoreGreedyPolicy(UECPolicy):
         R > 0, −1 elsewhere (exposed for learners that start from this policy, ``agents.uec.prior``)."""
         return np.where(safe_mask(info)[1:] > 0, self._net[info["time"], info["device"]], -1.0)
 
+    def net_scores(self, info: dict[str, Any]) -> np.ndarray:
+        """(K·L,) R_jkl(t) − cost_kl(t) of every SSP with R > 0, safe or not; −1 where R ≤ 0."""
+        return self._net[info["time"], info["device"]]
+
+    def useful(self, info: dict[str, Any]) -> np.ndarray:
+        """(K·L,) bool: the SSPs the env allows now with R_jkl(t) > 0, including those reserved work may pre-empt
+        (the action set of the rollout reference ``uec_rollout_preempt`` and of learners that imitate it)."""
+        return (np.asarray(info["action_mask"])[1:] > 0) & self._candidate[info["time"], info["device"]]
+
     def candidates(self, info: dict[str, Any]) -> np.ndarray:
         """(K·L,) bool: the SSPs :meth:`act` may choose (safe and R_jkl(t) > 0)."""
         return (safe_mask(info)[1:] > 0) & self._candidate[info["time"], info["device"]]

@@ -301,17 +301,25 @@ class RolloutPolicy(_OnlinePolicy):
                        if risky[a]]
         return np.array(list(dict.fromkeys(chosen)), np.int64)
 
-    def act(self, obs: Any, info: dict[str, Any]) -> int:
+    def candidate_values(self, info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """(actions (C,), values (C,)): the env actions compared at this decision (0 = reject, the base's first)
+        and each one's mean profit to the end over the sampled futures (NaN when there is a single candidate,
+        which is then not simulated). :meth:`act` takes the first maximum; learners imitate both
+        (``agents.uec.dagger``)."""
         candidates = self.candidates(info)
         if candidates.size == 1:
-            return int(candidates[0]) + 1
+            return candidates + 1, np.full(1, np.nan)
         sim = self._sims[self._mask_rule]
         state = self._view.present_state()
         t = state["time"]
         length = sim.horizon - t if self.horizon is None else min(sim.horizon - t, 1 + self.horizon)
         devices, durations = sim.sample(self._rng, t, info["device"], self.futures, length)
         values = sim.rollout(candidates, t, state["busy_until"], sim.slack(state["pair_slack"]), devices, durations)
-        return int(candidates[int(np.argmax(values.mean(axis=1)))]) + 1
+        return candidates + 1, values.mean(axis=1)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> int:
+        actions, values = self.candidate_values(info)
+        return int(actions[0]) if actions.size == 1 else int(actions[int(np.argmax(values))])
 
 
 # --- lp_resolve: P1-LP re-solved from the present state -----------------------------------------------

@@ -39,6 +39,13 @@ class UECPolicy:
             self._prepare(instance)
             self._instance = instance
 
+    @property
+    def instance(self) -> Instance:
+        """The instance the policy was last reset on."""
+        if self._instance is None:
+            raise RuntimeError(f"{self.name}: reset(env) first")
+        return self._instance
+
     def _prepare(self, instance: Instance) -> None:
         """Build the per-instance tables (called once per instance)."""
 

@@ -1,0 +1,133 @@
+"""Teacher datasets in Minari format (Farama's offline-RL standard), for offline-RL and imitation research.
+
+A DAgger run (``algo=uec_dagger``) keeps every decision its teacher labelled in ``teacher_labels.npz``
+(:class:`agents.uec.dagger.TeacherLabels`). :func:`export_minari` turns it into a Minari dataset: one Minari episode
+per labelled episode, with the env's observations, the actions it was stepped with (the teacher's in round 0, the
+student's later), rewards, and per step ``infos``: ``action_mask``, ``safe_action_mask``, ``teacher_action`` and
+``teacher_values`` (the teacher's rollout value of each action it compared, NaN elsewhere), ``time``, ``device``,
+``instance_seed`` and ``round``. The env spec is recorded, so ``dataset.recover_environment()`` gives the env back
+(episodes on other instances than the spec's are marked by ``instance_seed``; reset with
+``options={"instance": ...}`` to replay them).
+
+    python -m agents.datasets run=<run folder or teacher_labels.npz> id=edge-sched/uec-v0/rollout-preempt-v0 \\
+        [data_path=<folder>]
+
+writes under ``data_path`` (default: Minari's own, ``$MINARI_DATASETS_PATH`` or ``~/.minari/datasets``), never into
+the repository; :func:`load_minari` reads it back (``minari.load_dataset`` works as well).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.uec.dagger import LABELS_FILE, TeacherLabels
+
+
+@contextmanager
+def _datasets_path(data_path: str | Path | None) -> Iterator[None]:
+    """Point Minari at ``data_path`` for the duration (its storage root is read from the environment)."""
+    if data_path is None:
+        yield
+        return
+    before = os.environ.get("MINARI_DATASETS_PATH")
+    os.environ["MINARI_DATASETS_PATH"] = str(Path(data_path).resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("MINARI_DATASETS_PATH", None)
+        else:
+            os.environ["MINARI_DATASETS_PATH"] = before
+
+
+def episode_buffers(labels: TeacherLabels) -> list[Any]:
+    """One ``minari.data_collector.EpisodeBuffer`` per labelled episode (observations: the N decisions' and the
+    final one; actions, rewards, flags and infos: one per decision)."""
+    from minari.data_collector import EpisodeBuffer
+
+    buffers = []
+    episodes = np.unique(labels.episode)
+    for index, episode in enumerate(episodes):
+        rows = np.flatnonzero(labels.episode == episode)
+        n = rows.size
+        terminations = [False] * n
+        terminations[-1] = True
+        infos = {
+            "action_mask": labels.action_mask[rows], "safe_action_mask": labels.safe_mask[rows],
+            "teacher_action": labels.teacher_action[rows], "teacher_values": labels.teacher_values[rows],
+            "time": labels.time[rows], "device": labels.device[rows], "instance_seed": labels.instance_seed[rows],
+            "round": labels.round[rows],
+        }
+        # Minari stores infos at reset and after each step (n + 1): the step infos are shifted, the last repeated
+        infos = {k: np.concatenate([v, v[-1:]]) for k, v in infos.items()}
+        buffers.append(EpisodeBuffer(
+            id=index, seed=int(labels.episode_seed[rows[0]]),
+            observations=np.concatenate([labels.obs[rows], labels.final_obs[index][None]]),
+            actions=labels.behaviour[rows], rewards=labels.reward[rows].tolist(), terminations=terminations,
+            truncations=[False] * n, infos=infos))
+    return buffers
+
+
+def export_minari(run: str | Path, dataset_id: str, *, data_path: str | Path | None = None,
+                  description: str | None = None, author_email: str | None = None) -> Any:
+    """Write the teacher labels of ``run`` (a run folder or its ``teacher_labels.npz``) as Minari dataset
+    ``dataset_id``; returns the ``minari.MinariDataset``. The env it was labelled on is also its evaluation env."""
+    import warnings
+
+    import gymnasium as gym
+    import minari
+
+    import envs  # noqa: F401  (registers the ids the spec names)
+
+    path = Path(run)
+    path = path / LABELS_FILE if path.is_dir() else path
+    labels, meta = TeacherLabels.load(path)
+    env = gym.make(meta.get("env_id", "UEC-v0"), **(meta.get("env_kwargs") or {}))
+    with _datasets_path(data_path), warnings.catch_warnings():
+        if author_email is None:  # no contact address is published with the project: say so once, not as a warning
+            warnings.filterwarnings("ignore", message="`author_email` is set to None")
+        return minari.create_dataset_from_buffers(
+            dataset_id=dataset_id, buffer=episode_buffers(labels), env=env, eval_env=env, author_email=author_email,
+            algorithm_name=f"DAgger labels of "
+            f"{meta.get('teacher', '?')}", author="edge-sched-gym", code_permalink="agents/uec/dagger.py",
+            description=description or (
+                f"Decisions of {meta.get('env_id', 'UEC-v0')} labelled by the online rollout reference "
+                f"{meta.get('teacher', '?')}: round 0 played by the teacher, later rounds by a DAgger student. "
+                "infos carry the masks, teacher_action and teacher_values."),
+            requirements=["edge-sched-gym"])
+
+
+def load_minari(dataset_id: str, *, data_path: str | Path | None = None) -> Any:
+    """The Minari dataset ``dataset_id`` (from ``data_path`` if given)."""
+    import minari
+
+    with _datasets_path(data_path):
+        return minari.load_dataset(dataset_id)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m agents.datasets run=<folder|npz> id=<dataset id> [data_path=<folder>]``."""
+    args = dict(a.split("=", 1) for a in (sys.argv[1:] if argv is None else argv) if "=" in a)
+    unknown = sorted(set(args) - {"run", "id", "data_path"})
+    if unknown or "run" not in args or "id" not in args:
+        raise SystemExit(f"usage: python -m agents.datasets run=<run folder|{LABELS_FILE}> id=<dataset id> "
+                         f"[data_path=<folder>] (unknown keys: {unknown})")
+    data_path = args.get("data_path")
+    if data_path:
+        from offline.provenance import check_output_path
+
+        check_output_path(data_path, publish=False, key="data_path")
+    dataset = export_minari(args["run"], args["id"], data_path=data_path)
+    print(f"Minari dataset {args['id']}: {dataset.total_episodes} episodes, {dataset.total_steps} steps "
+          f"(minari.load_dataset({args['id']!r}){'' if not data_path else f' with MINARI_DATASETS_PATH={data_path}'})")
+
+
+if __name__ == "__main__":
+    main()
