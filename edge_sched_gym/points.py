@@ -129,12 +129,20 @@ def load_point(folder: Path, key: str, root: Path = ROOT) -> list[dict[str, Any]
     return data["rows"]
 
 
-def save_point(folder: Path, key: str, rows: list[dict[str, Any]], code: str, root: Path = ROOT) -> Path:
-    """Write ``rows`` as the finished point of ``folder`` (atomically), with the state of the code that ran it."""
+def save_point(folder: Path, key: str, rows: list[dict[str, Any]], code: str, root: Path = ROOT,
+               before: dict[str, Any] | None = None) -> Path:
+    """Write ``rows`` as the finished point of ``folder`` (atomically), with the state of the code that ran it.
+    ``before``: :func:`code_state` taken when the point started; a file edited while the point ran (its hash now
+    differs) leaves the point unreusable, since the process may have run either version."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / POINT_FILE
     tmp = path.with_name(f".{POINT_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"fingerprint": key, "code": code, "format": FORMAT, "code_state": code_state(root),
+    state: dict[str, Any] | None = code_state(root)
+    if before is not None and any(state["files"].get(name, digest) != digest
+                                  for name, digest in before["files"].items()):
+        print(f"[points] code changed on disk while {folder} ran: saved, but it will be run again", flush=True)
+        state = None
+    tmp.write_text(json.dumps({"fingerprint": key, "code": code, "format": FORMAT, "code_state": state,
                                "rows": rows}, default=_plain))
     os.replace(tmp, path)
     return path

@@ -130,6 +130,11 @@ def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypa
     real = points.code_state(root)
     monkeypatch.setattr(points, "code_state", lambda r=root: {**real, "libraries": {**real["libraries"], "numpy": "0"}})
     assert points.load_point(folder, key, root=root) is None  # another library version
+    monkeypatch.undo()
+    before = points.code_state(root)
+    used.write_text("VALUE = 3\n")  # edited while a point runs: the process may have run either version
+    points.save_point(folder, key, [{"policy": "x"}], "commit-a", root=root, before=before)
+    assert points.load_point(folder, key, root=root) is None
     sys.modules.pop("used_by_point", None)
 
 
