@@ -100,7 +100,7 @@ def test_a_damaged_file_or_another_config_is_not_reused(tmp_path):
 
 def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypatch):
     """The code is checked file by file: an edit of a module the point imported, of package data, or another library
-    version invalidates it; a new module it never imported (another problem's code, a test) does not."""
+    version invalidates it; a module it never imported (another problem's code, a test) or a new model does not."""
     root = tmp_path / "project"
     (root / "envs").mkdir(parents=True)
     (root / "agents").mkdir()
@@ -124,9 +124,8 @@ def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypa
     (root / "agents" / "model.bin").write_bytes(b"other weights")  # package data changed
     assert points.load_point(folder, key, root=root) is None
     (root / "agents" / "model.bin").write_bytes(b"weights")
-    (root / "agents" / "new_model.bin").write_bytes(b"new")  # new package data the point could have read
-    assert points.load_point(folder, key, root=root) is None
-    (root / "agents" / "new_model.bin").unlink()
+    (root / "agents" / "new_model.bin").write_bytes(b"new")  # a newly shipped model: only a config naming it reads it
+    assert points.load_point(folder, key, root=root) is not None
     real = points.code_state(root)
     monkeypatch.setattr(points, "code_state", lambda r=root: {**real, "libraries": {**real["libraries"], "numpy": "0"}})
     assert points.load_point(folder, key, root=root) is None  # another library version

@@ -205,6 +205,23 @@ def soft_imitation_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Te
     return -(torch.where(targets > 0, targets * log_p, torch.zeros_like(log_p))).sum(dim=-1).mean()
 
 
+def advantage_loss(logits: torch.Tensor, values: torch.Tensor, scale: float) -> torch.Tensor:
+    """Regression of the logits, centred over the actions the teacher compared, on its centred rollout values
+    (Q̂ − mean Q̂)/``scale``: mean over those actions of the squared error, over states with several. The argmax of
+    E[Q̂ | features] is then the greedy action; unlike a class label, a noisy near-tie costs only its small error."""
+    finite = torch.isfinite(values)
+    several = finite.sum(dim=1) > 1
+    if not bool(several.any()):
+        return logits.sum() * 0.0
+    logits, values, finite = logits[several], values[several].double(), finite[several]
+    count = finite.sum(dim=1, keepdim=True)
+    zero = torch.zeros_like(values)
+    centred_logit = logits - torch.where(finite, logits, zero).sum(dim=1, keepdim=True) / count
+    centred_value = (values - torch.where(finite, values, zero).sum(dim=1, keepdim=True) / count) / scale
+    error = torch.where(finite, centred_logit - centred_value, zero)
+    return (error.pow(2).sum(dim=1) / count.squeeze(1)).mean()
+
+
 def teacher_regret(model: PriorNet, data: tuple[torch.Tensor, ...], values: torch.Tensor) -> float:
     """mean_s [max Q̂(s) − Q̂(s, greedy student action)] over states with several compared actions: the teacher's
     own estimate of what the student's choices lose, in profit per decision (0 = as good as the teacher)."""
@@ -234,8 +251,9 @@ def train_dagger(
 ) -> Path:
     """DAgger rounds (module docstring): ``dagger_rounds`` + 1 collections of ``dagger_episodes`` labelled episodes
     (round 0 by the teacher; none when a ``dataset`` is given and ``dagger_rounds`` is 0), each followed by
-    ``dagger_epochs`` epochs of cross-entropy on all labels (to the teacher's action, or with ``dagger_tau`` > 0 to
-    its soft value targets, :func:`value_targets`); one episode in ten is kept for validation (teacher agreement and
+    ``dagger_epochs`` epochs on all labels: ``dagger_loss=action``, cross-entropy to the teacher's action (or with
+    ``dagger_tau`` > 0 to its soft value targets, :func:`value_targets`); ``dagger_loss=advantage``, regression of
+    the centred logits on the teacher's centred values in units of ``dagger_tau`` (:func:`advantage_loss`); one episode in ten is kept for validation (teacher agreement and
     regret). Writes the labels (``teacher_labels.npz``), ``curve.csv`` and ``model.pt`` (the epoch with the
     best greedy evaluation)."""
     env = UECEnv(**{**env_kwargs, "resample_instance": False})
@@ -257,20 +275,22 @@ def train_dagger(
     best_eval, best_state = heuristic_mean, copy.deepcopy(model.state_dict())
     episode = int(parts[0].episode.max()) + 1 if parts and len(parts[0]) else 0
     first_round = 0 if not parts else int(parts[0].round.max()) + 1
-    rounds = cfg.dagger_rounds + (0 if parts else 1)
+    # with a dataset: fit on it first (None), then collect dagger_rounds rounds with the fitted student
+    plan: list[int | None] = ([None] if parts else []) + list(
+        range(first_round, first_round + cfg.dagger_rounds + (0 if parts else 1)))
     meta = {"env_id": "UEC-v0", "env_kwargs": env_kwargs, "teacher": cfg.teacher, "seed": seed,
             "instance_pool_base": cfg.instance_pool_base, "train_instances": cfg.train_instances,
             "fixed_instance_share": cfg.fixed_instance_share, "episodes_per_round": cfg.dagger_episodes}
-    for round_index in range(first_round, first_round + max(rounds, 1)):
-        collect = round_index < first_round + rounds  # a dataset and no rounds: fit once, collect nothing
+    for round_index in plan:
         student = None if round_index == 0 else copy.deepcopy(model).eval()
-        for _ in range(cfg.dagger_episodes if collect else 0):
+        for _ in range(0 if round_index is None else cfg.dagger_episodes):
             slot = base if not pool or rng.random() < cfg.fixed_instance_share else pool[rng.integers(len(pool))]
             parts.append(label_episode(env, slot, int(rng.integers(10_000_000, 2**31 - 1)), teacher, student,
                                        round_index=round_index, episode=episode))
             episode += 1
             if time.perf_counter() - start > cfg.max_minutes * 60 * 0.8:
                 break
+        round_index = first_round - 1 if round_index is None else round_index  # the dataset's last round
         labels = TeacherLabels.concatenate(parts)
         parts = [labels]
         labels.save(run_dir / LABELS_FILE, meta)
@@ -290,7 +310,11 @@ def train_dagger(
             losses = []
             for first in range(0, order.numel(), cfg.q_batch):
                 idx = order[first : first + cfg.q_batch]
-                loss = soft_imitation_loss(model(*(x[idx] for x in data)), targets[idx])
+                logits = model(*(x[idx] for x in data))
+                if cfg.dagger_loss == "advantage":
+                    loss = advantage_loss(logits, values_t[idx], float(cfg.dagger_tau) or 1.0)
+                else:
+                    loss = soft_imitation_loss(logits, targets[idx])
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

@@ -90,7 +90,8 @@ class TrainConfig:
     dagger_rounds: int = 4  # student-driven collections after the teacher's own (round 0)
     dagger_episodes: int = 40  # labelled episodes per round
     dagger_epochs: int = 30  # cross-entropy epochs on all labels after each round
-    dagger_tau: float = 0.0  # > 0: soft targets softmax(Q̂/tau) over the teacher's rollout values (profit units)
+    dagger_loss: str = "action"  # action (cross-entropy) | advantage (regression on the teacher's rollout values)
+    dagger_tau: float = 0.0  # action: > 0 gives soft targets softmax(Q̂/tau); advantage: the value unit (0 = 1)
     dataset: str = ""  # a teacher_labels.npz to start from (with dagger_rounds=0: train a student from it alone)
 
     @classmethod
@@ -123,6 +124,8 @@ class TrainConfig:
 
             if out.teacher not in TEACHERS:
                 raise ValueError(f"algo.teacher={out.teacher!r} is invalid: expected one of {list(TEACHERS)}")
+            if out.dagger_loss not in ("action", "advantage"):
+                raise ValueError(f"algo.dagger_loss={out.dagger_loss!r} is invalid: expected action or advantage")
             if out.dagger_rounds < 0 or out.dagger_episodes < 1 or out.dagger_epochs < 1 or not out.dagger_tau >= 0:
                 raise ValueError("algo.dagger_rounds must be >= 0, dagger_episodes and dagger_epochs >= 1, "
                                  "dagger_tau >= 0")

@@ -13,7 +13,17 @@ import pytest
 import torch
 
 import envs  # noqa: F401  (registers UEC-v0)
-from agents.uec.dagger import LABELS_FILE, TeacherLabels, features, imitation_loss, label_episode, make_teacher
+from agents.uec.dagger import (
+    LABELS_FILE,
+    TeacherLabels,
+    advantage_loss,
+    features,
+    imitation_loss,
+    label_episode,
+    make_teacher,
+    soft_imitation_loss,
+    value_targets,
+)
 from agents.uec.prior import PriorModelConfig, PriorNet, PriorPolicy, _slot, decision_features
 from agents.uec.trainer import TrainConfig, load_policy
 from envs.uec.env import UECEnv
@@ -33,6 +43,24 @@ def test_imitation_loss_is_the_cross_entropy_to_the_teacher_by_hand():
     expected_grad = (torch.softmax(logits.detach(), dim=-1) - torch.nn.functional.one_hot(teacher, 3)) / 2
     assert torch.allclose(logits.grad, expected_grad.double())
     assert float(logits.grad[0, 2]) == 0.0
+
+
+def test_soft_targets_and_advantage_regression_by_hand():
+    nan = float("nan")
+    values = torch.tensor([[1.0, 1.0 + math.log(3.0) * 0.5, nan], [2.0, nan, nan]])
+    teacher = torch.tensor([1, 0])
+    targets = value_targets(values, teacher, tau=0.5)  # softmax((v − max v)/τ) = (1/4, 3/4) on the compared pair
+    assert torch.allclose(targets, torch.tensor([[0.25, 0.75, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64))
+    assert torch.equal(value_targets(values, teacher, tau=0.0)[0], torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+    logits = torch.tensor([[0.0, math.log(3.0), float("-inf")], [0.0, 0.0, 0.0]], dtype=torch.float64)
+    expected = (-(0.25 * math.log(1 / 4) + 0.75 * math.log(3 / 4)) - math.log(1 / 3)) / 2
+    assert float(soft_imitation_loss(logits, targets)) == pytest.approx(expected, rel=1e-7)  # float32 values
+    # advantage: only the first state has two compared actions; centred logits (−d/2, d/2), values (−0.5, 0.5)/scale
+    d = 0.3
+    logits = torch.tensor([[1.0, 1.0 + d, 7.0], [5.0, 0.0, 0.0]], dtype=torch.float64)
+    values = torch.tensor([[0.0, 1.0, nan], [3.0, nan, nan]])
+    assert float(advantage_loss(logits, values, scale=2.0)) == pytest.approx((d / 2 - 0.25) ** 2, rel=1e-12)
+    assert float(advantage_loss(logits[1:], values[1:], scale=2.0)) == 0.0  # no state with a choice
 
 
 def _student(env: UECEnv, hidden: int = 8) -> PriorNet:
@@ -117,6 +145,8 @@ def test_minari_export_round_trip(tmp_path: Path):
 def test_dagger_config_is_validated():
     with pytest.raises(ValueError, match="teacher"):
         TrainConfig.from_dict({"prior": "lp_bid_price", "prior_method": "dagger", "teacher": "lp_bid_price"})
+    with pytest.raises(ValueError, match="dagger_loss"):
+        TrainConfig.from_dict({"prior": "lp_bid_price", "prior_method": "dagger", "dagger_loss": "ranks"})
     with pytest.raises(ValueError, match="dagger_rounds"):
         TrainConfig.from_dict({"prior": "lp_bid_price", "prior_method": "dagger", "dagger_rounds": -1})
     with pytest.raises(ValueError, match="actions"):
