@@ -343,10 +343,11 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path, code: str | Non
             point_rows = reused
         else:
             print(f"[{name}] {parameter} = {value}", flush=True)
-            before = points.code_state() if key is not None else None
+            env_id = str(point.env.id)
+            before = points.code_state(env_id=env_id) if key is not None else None
             point_rows = evaluate_once(point, folder)
             if key is not None:
-                points.save_point(folder, key, point_rows, code, before=before)
+                points.save_point(folder, key, point_rows, code, before=before, env_id=env_id)
             print(compact_table(point_rows, problem_hook(str(point.env.id))), flush=True)
         label = value if isinstance(value, (int, float, str)) else value_label(value)
         if any(column in row for row in point_rows):  # the swept parameter is also a result column (e.g.

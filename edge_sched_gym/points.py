@@ -60,13 +60,30 @@ def _digest(path: Path) -> str | None:
         return None
 
 
-def code_state(root: Path = ROOT) -> dict[str, Any]:
+def _other_problem(relative: str, package: str | None) -> bool:
+    """Whether ``relative`` lies in another problem's folder (``envs|offline|agents/<other>/``) than ``package``."""
+    if package is None:
+        return False
+    from envs.problems import PROBLEMS
+
+    parts = relative.split("/")
+    others = {problem.package for problem in PROBLEMS.values()} - {package}
+    return len(parts) > 2 and parts[0] in DATA_FOLDERS and parts[1] in others
+
+
+def code_state(root: Path = ROOT, env_id: str | None = None) -> dict[str, Any]:
     """What the code that ran a point consists of: a hash per project source file imported so far (called after the
     point ran, so every module it used is included), per package data file, and the numerical libraries'
-    versions."""
+    versions. With ``env_id``, the folders of the other problems are left out: problems never import each other
+    (the house's one folder per problem, imports running envs ← offline ← agents), so the registry's importing
+    them all does not make them a point's code."""
     import sys
-    from importlib.metadata import PackageNotFoundError, version
 
+    package = None
+    if env_id is not None:
+        from envs.problems import get_problem
+
+        package = get_problem(env_id).package
     root = root.resolve()
     files: dict[str, str | None] = {}
     for module in list(sys.modules.values()):
@@ -74,19 +91,28 @@ def code_state(root: Path = ROOT) -> dict[str, Any]:
         if not location or not location.endswith(".py"):
             continue
         path = Path(location).resolve()
-        if root in path.parents and "site-packages" not in path.parts and ".venv" not in path.parts:
+        if (root in path.parents and path.is_file() and "site-packages" not in path.parts
+                and ".venv" not in path.parts):
             files[path.relative_to(root).as_posix()] = _digest(path)
     for folder in DATA_FOLDERS:
         for path in sorted((root / folder).rglob("*")):
             if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts:
                 files[path.relative_to(root).as_posix()] = _digest(path)
-    libraries = {}
+    files = {name: digest for name, digest in files.items() if not _other_problem(name, package)}
+    return {"files": dict(sorted(files.items())), "libraries": library_versions()}
+
+
+def library_versions() -> dict[str, str | None]:
+    """The installed version of each of :data:`LIBRARIES` (None if absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    libraries: dict[str, str | None] = {}
     for name in LIBRARIES:
         try:
             libraries[name] = version(name.replace("_", "-"))
         except PackageNotFoundError:
             libraries[name] = None
-    return {"files": dict(sorted(files.items())), "libraries": libraries}
+    return libraries
 
 
 def unchanged(state: Any, root: Path = ROOT) -> bool:
@@ -95,8 +121,7 @@ def unchanged(state: Any, root: Path = ROOT) -> bool:
     its config names it, and then the config differs."""
     if not isinstance(state, dict) or not isinstance(state.get("files"), dict):
         return False
-    now = code_state(root)
-    if state.get("libraries") != now["libraries"]:
+    if state.get("libraries") != library_versions():
         return False
     return all(_digest(root / name) == digest for name, digest in state["files"].items())
 
@@ -127,14 +152,14 @@ def load_point(folder: Path, key: str, root: Path = ROOT) -> list[dict[str, Any]
 
 
 def save_point(folder: Path, key: str, rows: list[dict[str, Any]], code: str, root: Path = ROOT,
-               before: dict[str, Any] | None = None) -> Path:
+               before: dict[str, Any] | None = None, env_id: str | None = None) -> Path:
     """Write ``rows`` as the finished point of ``folder`` (atomically), with the state of the code that ran it.
     ``before``: :func:`code_state` taken when the point started; a file edited while the point ran (its hash now
     differs) leaves the point unreusable, since the process may have run either version."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / POINT_FILE
     tmp = path.with_name(f".{POINT_FILE}.{os.getpid()}.tmp")
-    state: dict[str, Any] | None = code_state(root)
+    state: dict[str, Any] | None = code_state(root, env_id)
     if before is not None and any(state["files"].get(name, digest) != digest
                                   for name, digest in before["files"].items()):
         print(f"[points] code changed on disk while {folder} ran: saved, but it will be run again", flush=True)

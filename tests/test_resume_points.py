@@ -111,9 +111,17 @@ def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypa
     import importlib
 
     importlib.import_module("used_by_point")
+    other = root / "envs" / "oinc"  # another problem's code, imported by the registry: not a UEC point's code
+    other.mkdir()
+    (other / "oinc_code_for_test.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(other))
+    importlib.import_module("oinc_code_for_test")
     folder, key = tmp_path / "point", "k"
-    points.save_point(folder, key, [{"policy": "x"}], "commit-a", root=root)
-    assert "envs/used_by_point.py" in json.loads((folder / points.POINT_FILE).read_text())["code_state"]["files"]
+    points.save_point(folder, key, [{"policy": "x"}], "commit-a", root=root, env_id="UEC-v0")
+    recorded = json.loads((folder / points.POINT_FILE).read_text())["code_state"]["files"]
+    assert "envs/used_by_point.py" in recorded and "envs/oinc/oinc_code_for_test.py" not in recorded
+    (other / "oinc_code_for_test.py").write_text("X = 2\n")
+    assert points.load_point(folder, key, root=root) == [{"policy": "x"}]
     assert points.load_point(folder, key, root=root) == [{"policy": "x"}]
     (root / "envs" / "unrelated.py").write_text("OTHER = 2\n")  # code the point never imported
     assert points.load_point(folder, key, root=root) == [{"policy": "x"}]
@@ -127,7 +135,7 @@ def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypa
     (root / "agents" / "new_model.bin").write_bytes(b"new")  # a newly shipped model: only a config naming it reads it
     assert points.load_point(folder, key, root=root) is not None
     real = points.code_state(root)
-    monkeypatch.setattr(points, "code_state", lambda r=root: {**real, "libraries": {**real["libraries"], "numpy": "0"}})
+    monkeypatch.setattr(points, "library_versions", lambda: {**real["libraries"], "numpy": "0"})
     assert points.load_point(folder, key, root=root) is None  # another library version
     monkeypatch.undo()
     before = points.code_state(root)
@@ -135,6 +143,7 @@ def test_a_point_is_reused_until_a_file_its_code_used_changes(tmp_path, monkeypa
     points.save_point(folder, key, [{"policy": "x"}], "commit-a", root=root, before=before)
     assert points.load_point(folder, key, root=root) is None
     sys.modules.pop("used_by_point", None)
+    sys.modules.pop("oinc_code_for_test", None)
 
 
 def test_reuse_must_be_a_bool(tmp_path):
