@@ -7,8 +7,8 @@ package data under envs/, offline/ and agents/, and the versions of the numerica
 same ``out=`` (the papers' runner always uses the same folders) reuses every point whose config matches and whose
 recorded files are unchanged on disk, and runs the others. Commits that leave a point's code alone (docs, another
 problem's modules) keep it, so a full-size experiment can be spread over several sessions or machines, and a killed
-run loses at most the point it was running. ``reuse=false`` runs every point again. The file is written atomically (a temporary file, then a
-rename), so a point killed while it is being saved is simply run again.
+run loses at most the point it was running. ``reuse=false`` runs every point again. The file is written atomically
+(a temporary file, then a rename), so a point killed while it is being saved is simply run again.
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ class TeacherLabels:
 
     @staticmethod
     def concatenate(parts: list[TeacherLabels]) -> TeacherLabels:
-        return TeacherLabels(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(TeacherLabels)})
+        names = [f.name for f in fields(TeacherLabels)]
+        return TeacherLabels(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
 
     def save(self, path: Path, meta: dict[str, Any]) -> Path:
         """Compressed arrays at ``path`` and ``meta`` (env kwargs, teacher, provenance) as JSON beside it."""
@@ -249,13 +250,14 @@ def train_dagger(
     rng: np.random.Generator, *, env_kwargs: dict[str, Any], start: float, run_dir: Path, evaluate: Any,
     heuristic_mean: float, seed: int,
 ) -> Path:
-    """DAgger rounds (module docstring): ``dagger_rounds`` + 1 collections of ``dagger_episodes`` labelled episodes
-    (round 0 by the teacher; none when a ``dataset`` is given and ``dagger_rounds`` is 0), each followed by
-    ``dagger_epochs`` epochs on all labels: ``dagger_loss=action``, cross-entropy to the teacher's action (or with
-    ``dagger_tau`` > 0 to its soft value targets, :func:`value_targets`); ``dagger_loss=advantage``, regression of
-    the centred logits on the teacher's centred values in units of ``dagger_tau`` (:func:`advantage_loss`); one episode in ten is kept for validation (teacher agreement and
-    regret). Writes the labels (``teacher_labels.npz``), ``curve.csv`` and ``model.pt`` (the epoch with the
-    best greedy evaluation)."""
+    """DAgger rounds (module docstring). Without a ``dataset``: round 0 by the teacher, then ``dagger_rounds``
+    student-driven rounds of ``dagger_episodes`` labelled episodes each; with one: a fit on it first, then
+    ``dagger_rounds`` student-driven rounds. Every round ends with ``dagger_epochs`` epochs on all labels:
+    ``dagger_loss=action``, cross-entropy to the teacher's action (or, with ``dagger_tau`` > 0, to its soft value
+    targets, :func:`value_targets`); ``dagger_loss=advantage``, regression of the centred logits on the teacher's
+    centred values in units of ``dagger_tau`` (:func:`advantage_loss`). One episode in ten is kept for validation
+    (teacher agreement and regret). Writes the labels (``teacher_labels.npz``, unless it only fitted a given
+    dataset), ``curve.csv`` and ``model.pt`` (the epoch with the best greedy evaluation)."""
     env = UECEnv(**{**env_kwargs, "resample_instance": False})
     env.reset(seed=0)
     teacher = make_teacher(cfg.teacher, env)
@@ -264,8 +266,8 @@ def train_dagger(
     if cfg.dataset:
         labels, meta = TeacherLabels.load(Path(cfg.dataset))
         if meta.get("env_kwargs") not in (None, env_kwargs):
-            raise ValueError(f"dataset={cfg.dataset!r} was labelled on env kwargs {meta.get('env_kwargs')}, the run has "
-                             f"{env_kwargs}")
+            raise ValueError(f"dataset={cfg.dataset!r} was labelled on env kwargs {meta.get('env_kwargs')}, "
+                             f"the run has {env_kwargs}")
         from agents.uec.prior import _slot
 
         for s in sorted(set(labels.instance_seed.tolist()) - set(slots)):
@@ -291,9 +293,11 @@ def train_dagger(
             if time.perf_counter() - start > cfg.max_minutes * 60 * 0.8:
                 break
         round_index = first_round - 1 if round_index is None else round_index  # the dataset's last round
+        collected = len(parts) > 1 or not cfg.dataset
         labels = TeacherLabels.concatenate(parts)
         parts = [labels]
-        labels.save(run_dir / LABELS_FILE, meta)
+        if collected:  # a student fitted on a given dataset alone does not copy it
+            labels.save(run_dir / LABELS_FILE, meta)
         val = labels.episode % 10 == 9
         data = features(labels, slots, model)
         teacher_t = torch.from_numpy(labels.teacher_action)
@@ -332,7 +336,8 @@ def train_dagger(
                       val_regret=regret,
                       eval_mean=eval_mean, heuristic_mean=heuristic_mean)
             print(f"[uec_dagger] round {round_index} epoch {epoch} {elapsed:.0f}s loss {np.mean(losses):.4f} "
-                  f"agreement {agree:.3f} regret {regret:.4f} greedy eval {eval_mean:.2f} (start {heuristic_mean:.2f})", flush=True)
+                  f"agreement {agree:.3f} regret {regret:.4f} greedy eval {eval_mean:.2f} (start {heuristic_mean:.2f})",
+                  flush=True)
             if eval_mean > best_eval:
                 best_eval, best_state = eval_mean, copy.deepcopy(model.state_dict())
                 save_model(run_dir / "model_best.pt", model, round=round_index, epoch=epoch, steps=len(labels),
