@@ -283,69 +283,84 @@ def train_dagger(
     meta = {"env_id": "UEC-v0", "env_kwargs": env_kwargs, "teacher": cfg.teacher, "seed": seed,
             "instance_pool_base": cfg.instance_pool_base, "train_instances": cfg.train_instances,
             "fixed_instance_share": cfg.fixed_instance_share, "episodes_per_round": cfg.dagger_episodes}
-    for round_index in plan:
-        student = None if round_index == 0 else copy.deepcopy(model).eval()
-        for _ in range(0 if round_index is None else cfg.dagger_episodes):
-            slot = base if not pool or rng.random() < cfg.fixed_instance_share else pool[rng.integers(len(pool))]
-            parts.append(label_episode(env, slot, int(rng.integers(10_000_000, 2**31 - 1)), teacher, student,
-                                       round_index=round_index, episode=episode))
-            episode += 1
-            if time.perf_counter() - start > cfg.max_minutes * 60 * 0.8:
-                break
-        round_index = first_round - 1 if round_index is None else round_index  # the dataset's last round
-        collected = len(parts) > 1 or not cfg.dataset
-        labels = TeacherLabels.concatenate(parts)
-        parts = [labels]
-        if collected:  # a student fitted on a given dataset alone does not copy it
-            labels.save(run_dir / LABELS_FILE, meta)
-        val = labels.episode % 10 == 9
-        data = features(labels, slots, model)
-        teacher_t = torch.from_numpy(labels.teacher_action)
-        values_t = torch.from_numpy(labels.teacher_values)
-        targets = value_targets(values_t, teacher_t, float(cfg.dagger_tau))
-        train_idx, val_idx = np.flatnonzero(~val), np.flatnonzero(val)
-        val_data = tuple(x[val_idx] for x in data)
-        print(f"[uec_dagger] round {round_index}: {len(labels)} labelled decisions ({int(labels.episode.max()) + 1} "
-              f"episodes) at {time.perf_counter() - start:.0f}s; teacher agreement of the student "
-              f"{agreement(model, val_data, teacher_t[val_idx]):.3f}", flush=True)
-        model.train()
-        for epoch in range(1, cfg.dagger_epochs + 1):
-            order = torch.from_numpy(rng.permutation(train_idx))
-            losses = []
-            for first in range(0, order.numel(), cfg.q_batch):
-                idx = order[first : first + cfg.q_batch]
-                logits = model(*(x[idx] for x in data))
-                if cfg.dagger_loss == "advantage":
-                    loss = advantage_loss(logits, values_t[idx], float(cfg.dagger_tau) or 1.0)
-                else:
-                    loss = soft_imitation_loss(logits, targets[idx])
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                optimiser.step()
-                losses.append(loss.item())
-            model.eval()
-            agree = agreement(model, val_data, teacher_t[val_idx])
-            regret = teacher_regret(model, val_data, values_t[val_idx])
-            last = epoch == cfg.dagger_epochs
-            eval_mean = evaluate() if epoch % cfg.eval_every == 0 or last else float("nan")
+    from agents.callbacks import GracefulInterrupt, TrainingInterrupted
+
+    interrupt = GracefulInterrupt()
+    round_index: int | None = None
+    with interrupt:
+        for round_index in plan:
+            interrupt.requested  # noqa: B018  (the loop runs: from here a signal stops it at the next episode or epoch)
+            student = None if round_index == 0 else copy.deepcopy(model).eval()
+            for _ in range(0 if round_index is None else cfg.dagger_episodes):
+                slot = base if not pool or rng.random() < cfg.fixed_instance_share else pool[rng.integers(len(pool))]
+                parts.append(label_episode(env, slot, int(rng.integers(10_000_000, 2**31 - 1)), teacher, student,
+                                           round_index=round_index, episode=episode))
+                episode += 1
+                if time.perf_counter() - start > cfg.max_minutes * 60 * 0.8 or interrupt.requested:
+                    break
+            round_index = first_round - 1 if round_index is None else round_index  # the dataset's last round
+            collected = len(parts) > 1 or not cfg.dataset
+            labels = TeacherLabels.concatenate(parts)
+            parts = [labels]
+            if collected:  # a student fitted on a given dataset alone does not copy it
+                labels.save(run_dir / LABELS_FILE, meta)
+            val = labels.episode % 10 == 9
+            data = features(labels, slots, model)
+            teacher_t = torch.from_numpy(labels.teacher_action)
+            values_t = torch.from_numpy(labels.teacher_values)
+            targets = value_targets(values_t, teacher_t, float(cfg.dagger_tau))
+            train_idx, val_idx = np.flatnonzero(~val), np.flatnonzero(val)
+            val_data = tuple(x[val_idx] for x in data)
+            print(f"[uec_dagger] round {round_index}: {len(labels)} labelled decisions ({int(labels.episode.max()) + 1} "
+                  f"episodes) at {time.perf_counter() - start:.0f}s; teacher agreement of the student "
+                  f"{agreement(model, val_data, teacher_t[val_idx]):.3f}", flush=True)
             model.train()
-            elapsed = time.perf_counter() - start
-            curve.add(round=round_index, epoch=epoch, decisions=len(labels), seconds=elapsed,
-                      train_loss=float(np.mean(losses)) if losses else float("nan"), val_agreement=agree,
-                      val_regret=regret,
-                      eval_mean=eval_mean, heuristic_mean=heuristic_mean)
-            print(f"[uec_dagger] round {round_index} epoch {epoch} {elapsed:.0f}s loss {np.mean(losses):.4f} "
-                  f"agreement {agree:.3f} regret {regret:.4f} greedy eval {eval_mean:.2f} (start {heuristic_mean:.2f})",
-                  flush=True)
-            if eval_mean > best_eval:
-                best_eval, best_state = eval_mean, copy.deepcopy(model.state_dict())
-                save_model(run_dir / "model_best.pt", model, round=round_index, epoch=epoch, steps=len(labels),
-                           eval_mean_reward=eval_mean)
-        if time.perf_counter() - start > cfg.max_minutes * 60:
-            break
+            for epoch in range(1, cfg.dagger_epochs + 1):
+                order = torch.from_numpy(rng.permutation(train_idx))
+                losses = []
+                for first in range(0, order.numel(), cfg.q_batch):
+                    idx = order[first : first + cfg.q_batch]
+                    logits = model(*(x[idx] for x in data))
+                    if cfg.dagger_loss == "advantage":
+                        loss = advantage_loss(logits, values_t[idx], float(cfg.dagger_tau) or 1.0)
+                    else:
+                        loss = soft_imitation_loss(logits, targets[idx])
+                    optimiser.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                    optimiser.step()
+                    losses.append(loss.item())
+                model.eval()
+                agree = agreement(model, val_data, teacher_t[val_idx])
+                regret = teacher_regret(model, val_data, values_t[val_idx])
+                last = epoch == cfg.dagger_epochs
+                eval_mean = evaluate() if epoch % cfg.eval_every == 0 or last else float("nan")
+                model.train()
+                elapsed = time.perf_counter() - start
+                curve.add(round=round_index, epoch=epoch, decisions=len(labels), seconds=elapsed,
+                          train_loss=float(np.mean(losses)) if losses else float("nan"), val_agreement=agree,
+                          val_regret=regret,
+                          eval_mean=eval_mean, heuristic_mean=heuristic_mean)
+                print(f"[uec_dagger] round {round_index} epoch {epoch} {elapsed:.0f}s loss {np.mean(losses):.4f} "
+                      f"agreement {agree:.3f} regret {regret:.4f} greedy eval {eval_mean:.2f} (start {heuristic_mean:.2f})",
+                      flush=True)
+                if eval_mean > best_eval:
+                    best_eval, best_state = eval_mean, copy.deepcopy(model.state_dict())
+                    save_model(run_dir / "model_best.pt", model, round=round_index, epoch=epoch, steps=len(labels),
+                               eval_mean_reward=eval_mean)
+                if interrupt.requested:
+                    break
+            if time.perf_counter() - start > cfg.max_minutes * 60 or interrupt.requested:
+                break
     curve.close()
     model.load_state_dict(best_state)
     model.eval()
-    return save_model(run_dir / "model.pt", model, steps=len(parts[0]), minutes=(time.perf_counter() - start) / 60,
+    path = save_model(run_dir / "model.pt", model, steps=len(parts[0]), minutes=(time.perf_counter() - start) / 60,
                       best_eval_mean_reward=float(best_eval), teacher=cfg.teacher)
+    if interrupt.requested:  # labels of every finished episode are saved; model.pt is the best epoch so far
+        last_planned = plan[-1] if plan[-1] is not None else first_round - 1
+        left = max(last_planned - (round_index if round_index is not None else first_round - 1), 0)
+        labels_path = run_dir / LABELS_FILE if (run_dir / LABELS_FILE).is_file() else Path(cfg.dataset)
+        print(f"[uec_dagger] stopped: continue with algo.dataset={labels_path} algo.dagger_rounds={left}", flush=True)
+        raise TrainingInterrupted(interrupt.signum or 2, path)
+    return path

@@ -180,3 +180,21 @@ def test_uec_dagger_train_py_tiny_run_then_a_student_from_its_labels(tmp_path: P
     assert not (second / LABELS_FILE).exists()  # trained from the labels alone: nothing collected, nothing copied
     assert len(TeacherLabels.load(run_dir / LABELS_FILE)[0]) == len(labels)
     assert isinstance(load_policy(second, env), PriorPolicy)
+
+
+def test_uec_dagger_stopped_by_sigterm_saves_labels_and_model_and_says_how_to_continue(tmp_path: Path):
+    import signal
+
+    from conftest import interrupt_training
+
+    args = ["env=uec-v0", "algo=uec_dagger", "env.kwargs.scenario=tiny", f"out={tmp_path}", "algo.dagger_rounds=3",
+            "algo.dagger_episodes=2", "algo.dagger_epochs=50", "algo.eval_every=100", "algo.eval_episodes=2",
+            "algo.train_instances=1", "algo.prior_hidden=8", "progress=false"]
+    code, output = interrupt_training(args, marker="[uec_dagger] round 1 epoch 2 ", signum=signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, output[-2000:]
+    (run_dir,) = list(tmp_path.iterdir())
+    labels, _ = TeacherLabels.load(run_dir / LABELS_FILE)
+    assert sorted(set(labels.round.tolist())) == [0, 1]  # every finished round's labels are kept
+    assert f"algo.dataset={run_dir / LABELS_FILE} algo.dagger_rounds=2" in output  # rounds 2 and 3 are left
+    assert "round 1 epoch 50" not in output  # it stopped at the next epoch, not at the end of the fit
+    assert isinstance(load_policy(run_dir, gym.make("UEC-v0", scenario="tiny")), PriorPolicy)
