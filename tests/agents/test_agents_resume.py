@@ -227,7 +227,8 @@ def test_resume__exact_about_what_exists_no_pickles_one_row_per_step_and_no_roll
     for path in (run_dir / "checkpoints").iterdir():
         if not path.name.endswith(("_200_steps.zip", "_200_steps.npz")):
             path.unlink()
-    code, output = interrupt_training([f"resume={run_dir}", "steps=100000"], marker="step 401:", signum=signal.SIGTERM)
+    # marker: the first evaluation after a step (the one at 401 is printed before the loop polls for signals)
+    code, output = interrupt_training([f"resume={run_dir}", "steps=100000"], marker="step 501:", signum=signal.SIGTERM)
     assert code == 143, output
     assert "resuming from model.zip" in output and model_steps(run_dir / "model.zip") > 400
     steps = _eval_rows(run_dir / "eval.csv")
