@@ -373,9 +373,11 @@ def reinforce_loss(
     return -(advantage * episode_log_p).mean() - entropy_coef * entropy, entropy
 
 
-def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, steps: int) -> Path:
+def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, steps: int,
+                method: Any = None) -> Path:
     """Train a :class:`PriorNet` (``cfg``: ``agents.uec.trainer.TrainConfig`` with ``prior`` set) by REINFORCE
-    (``prior_method=reinforce``) or :func:`_train_rollout_q`; returns ``run_dir/model.pt``. Starts from the
+    (``prior_method=reinforce``), :func:`_train_rollout_q` or ``method`` (a trainer with ``_train_rollout_q``'s
+    arguments, e.g. ``agents.uec.dagger.train_dagger``); returns ``run_dir/model.pt``. Starts from the
     heuristic (or ``prior_init``'s model). Logs greedy evaluations (the env's instance, seeds ``eval_seed``..)
     next to the start model's (the heuristic's) on the same seeds, keeps ``model_best.pt`` by that evaluation,
     and writes ``curve.csv`` (batch, decisions, seconds, rollout mean, eval mean, start mean, alpha)."""
@@ -444,11 +446,9 @@ def train_prior(env_cfg: dict[str, Any], cfg: Any, *, run_dir: Path, seed: int, 
     save_model(run_dir / "model_best.pt", model, batches=0, steps=0, eval_mean_reward=best)
     alpha0 = float(model.log_alpha.detach().exp())
     print(f"[uec_prior] {'prior_init' if cfg.prior_init else 'heuristic'} greedy eval {heuristic_mean:.2f}", flush=True)
-    if cfg.prior_method == "dagger":
-        from agents.uec.dagger import train_dagger
-
-        return train_dagger(model, optimiser, cfg, base, pool, rng, env_kwargs=kwargs, start=start, run_dir=run_dir,
-                            evaluate=evaluate, heuristic_mean=heuristic_mean, seed=seed)
+    if method is not None:  # e.g. agents.uec.dagger.train_dagger (passed in: it imports this module)
+        return method(model, optimiser, cfg, base, pool, rng, env_kwargs=kwargs, start=start, run_dir=run_dir,
+                      evaluate=evaluate, heuristic_mean=heuristic_mean, seed=seed)
     if cfg.prior_method == "rollout_q":
         return _train_rollout_q(model, optimiser, cfg, base, pool, rng, env_kwargs=kwargs, start=start, steps=steps,
                                 run_dir=run_dir, evaluate=evaluate, heuristic_mean=heuristic_mean)

@@ -331,7 +331,10 @@ def train(
     if cfg.prior != "none":
         if resume:
             raise ValueError("resume is not supported with algo.prior (runs are short: start a new one)")
-        return train_prior(env_cfg, cfg, run_dir=Path(run_dir), seed=seed, steps=steps)
+        method = None
+        if cfg.prior_method == "dagger":
+            from agents.uec.dagger import train_dagger as method
+        return train_prior(env_cfg, cfg, run_dir=Path(run_dir), seed=seed, steps=steps, method=method)
     if device != "cpu":
         print(f"[corais_uec] device={device}: the env-bound rollouts run on the CPU; training on cpu", flush=True)
     run_dir = Path(run_dir)
