@@ -142,6 +142,26 @@ def test_papers__qualitative_claims():
     assert same["ours"] == 1 and same["verdict"] == "differs"
     not_run = ep.judge(check(kind="not_run", command="python train.py ..."), ROWS)
     assert not_run["verdict"] == "not run" and "needs a trained run: python train.py" in not_run["note"]
+    rows = [{"policy": "a", "i": "0.25", "r": "96.0"}, {"policy": "b", "i": "1", "r": "1"}]
+    summed = ep.judge(check(kind="value", sum_of=["i", "r"], where={"policy": "a"}, paper_value=96.459,
+                            tolerance={"rel": 0.1}), rows)
+    assert summed["ours"] == pytest.approx(96.25) and summed["verdict"] == "reproduced"
+
+
+def test_papers__a_check_may_judge_a_checked_in_results_file(tmp_path):
+    """results_file: a longer run's checked-in table (e.g. a trained agent's) is judged instead of this run's."""
+    block = {"name": "oinc", "checks": [{"id": "t", "kind": "value", "quantity": "q", "source": "s", "paper_value": 96.459,
+                         "results_file": "results/oinc/table2_sacd/table2.csv", "where": {"policy": "oinc"},
+                         "sum_of": ["inference_latency_s", "retraining_completion_s"], "tolerance": {"rel": 0.1}}]}
+    ep.check_block("x", block)
+    (row,) = ep.compare_experiment("oinc", "x", block, tmp_path)  # tmp_path holds no results of its own
+    rows = ep.read_rows(ep.ROOT / "results/oinc/table2_sacd/table2.csv")
+    (oinc,) = [r for r in rows if r["policy"] == "oinc"]
+    assert row["ours"] == pytest.approx(float(oinc["inference_latency_s"]) + float(oinc["retraining_completion_s"]))
+    assert "judged on results/oinc/table2_sacd/table2.csv" in row["note"]
+    assert row["compares_to"].startswith("results/oinc/table2_sacd/table2.csv [policy=oinc]")
+    with pytest.raises(ValueError, match="results_file"):
+        ep.check_block("x", {"name": "oinc", "checks": [{**block["checks"][0], "results_file": "results/none.csv"}]})
 
 
 # ----------------------------------------------------------------------------------------- bad input
@@ -211,3 +231,15 @@ def test_papers__pages_show_every_experiment_plot_as_checked_in(paper):
     assert shown == [f"{e}/{png.name}" for e, png in plots], "stale Figures section: python -m evaluate_papers figures"
     for e, png in plots:
         assert (ROOT / "docs" / "assets" / "papers" / e / png.name).read_bytes() == png.read_bytes()
+
+
+def test_papers__publish_reaches_the_experiments_it_runs(monkeypatch, tmp_path):
+    """publish=true writes each experiment into the checked-in results/: evaluate.py must be told so (it refuses a
+    checked-in out= without publish=true), and without publish it is not."""
+    seen = []
+    monkeypatch.setattr(ep.evaluate_cli, "run", lambda cfg: seen.append(bool(cfg.publish)))
+    monkeypatch.setattr(ep, "compare_experiment", lambda *a, **k: [])
+    (tmp_path / "oinc").mkdir()
+    for publish in (True, False):
+        ep.run_experiment("oinc", "oinc_table2", {}, quick=True, results=tmp_path, publish=publish)
+    assert seen == [True, False]
