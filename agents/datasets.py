@@ -5,7 +5,7 @@ A DAgger run (``algo=uec_dagger``) keeps every decision its teacher labelled in 
 per labelled episode, with the env's observations, the actions it was stepped with (the teacher's in round 0, the
 student's later), rewards, and per step ``infos``: ``action_mask``, ``safe_action_mask``, ``teacher_action`` and
 ``teacher_values`` (the teacher's rollout value of each action it compared, NaN elsewhere), ``time``, ``device``,
-``instance_seed`` and ``round``. The env spec is recorded, so ``dataset.recover_environment()`` gives the env back
+``instance_seed``, ``arrival_prob`` (the instance's load when not the env's, else NaN) and ``round``. The env spec is recorded, so ``dataset.recover_environment()`` gives the env back
 (episodes on other instances than the spec's are marked by ``instance_seed``; reset with
 ``options={"instance": ...}`` to replay them).
 
@@ -63,7 +63,7 @@ def episode_buffers(labels: TeacherLabels) -> list[Any]:
             "action_mask": labels.action_mask[rows], "safe_action_mask": labels.safe_mask[rows],
             "teacher_action": labels.teacher_action[rows], "teacher_values": labels.teacher_values[rows],
             "time": labels.time[rows], "device": labels.device[rows], "instance_seed": labels.instance_seed[rows],
-            "round": labels.round[rows],
+            "arrival_prob": labels.arrival_prob[rows], "round": labels.round[rows],
         }
         # Minari stores infos at reset and after each step (n + 1): the step infos are shifted, the last repeated
         infos = {k: np.concatenate([v, v[-1:]]) for k, v in infos.items()}

@@ -14,7 +14,8 @@ Training (:func:`train_dagger`, ``python train.py env=uec-v0 algo=uec_dagger``):
    the best greedy evaluation (seeds ``eval_seed``.., disjoint from every reporting set) is kept.
 
 Episodes are half on the env's instance and half on a pool of other instances (seeds ``instance_pool_base``..,
-disjoint from ``offline.partition``'s tuning and held-out ranges). The labelled decisions are kept as a
+disjoint from ``offline.partition``'s tuning and held-out ranges); with ``dagger_loads``, each pool episode is drawn
+at the env's mean arrival probability or one of those, uniformly. The labelled decisions are kept as a
 :class:`TeacherLabels` dataset (``teacher_labels.npz``, plain arrays, loaded without pickle): the observations and
 the info the features need, so a student trains from them in minutes (``dataset=<file>``, ``dagger_rounds=0``), and
 ``agents.datasets`` exports them in Minari format.
@@ -75,6 +76,7 @@ class TeacherLabels:
     teacher_action: np.ndarray  # (N,) int64
     teacher_values: np.ndarray  # (N, A) float32
     final_obs: np.ndarray  # (E, O) float32, the observation each episode ended on (row e: episode e in order)
+    arrival_prob: np.ndarray  # (N,) float64, the instance's mean arrival probability override (NaN: the env's)
 
     def __len__(self) -> int:
         return int(self.behaviour.shape[0])
@@ -98,10 +100,13 @@ class TeacherLabels:
         if not path.is_file():
             raise ValueError(f"dataset={str(path)!r} is not a file (a {LABELS_FILE} written by algo=uec_dagger)")
         with np.load(path, allow_pickle=False) as data:
-            missing = [f.name for f in fields(TeacherLabels) if f.name not in data.files]
-            if missing:
-                raise ValueError(f"dataset={str(path)!r} lacks {missing}: not a teacher-label file")
-            labels = TeacherLabels(**{f.name: data[f.name] for f in fields(TeacherLabels)})
+            arrays = {name: data[name] for name in data.files}
+        if "arrival_prob" not in arrays and "behaviour" in arrays:  # labels from before loads were mixed
+            arrays["arrival_prob"] = np.full(arrays["behaviour"].shape, np.nan)
+        missing = [f.name for f in fields(TeacherLabels) if f.name not in arrays]
+        if missing:
+            raise ValueError(f"dataset={str(path)!r} lacks {missing}: not a teacher-label file")
+        labels = TeacherLabels(**{f.name: arrays[f.name] for f in fields(TeacherLabels)})
         meta_path = path.with_suffix(".json")
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         return labels, meta
@@ -153,14 +158,37 @@ def label_episode(
         rows["reward"].append(float(reward))
         done = terminated or truncated
     rows["final_obs"] = [np.asarray(obs, np.float32)]
+    rows["arrival_prob"] = [slot_load(slot)] * len(rows["behaviour"])
     dtypes = {"obs": np.float32, "action_mask": np.int8, "safe_mask": np.int8, "reward": np.float64,
-              "teacher_values": np.float32, "final_obs": np.float32}
+              "teacher_values": np.float32, "final_obs": np.float32, "arrival_prob": np.float64}
     return TeacherLabels(**{k: np.asarray(v, dtypes.get(k, np.int64)) for k, v in rows.items()})
 
 
 def slot_seed(slot: _Slot) -> int:
     """The instance seed a training slot was drawn with."""
     return int(slot.instance_seed)
+
+
+def slot_load(slot: _Slot) -> float:
+    """The mean arrival probability a training slot's instance was drawn at (NaN: the env's own)."""
+    return float(slot.arrival_prob)
+
+
+def slot_key(seed: int, load: float) -> tuple[int, float]:
+    """How slots are looked up: (instance seed, load; -1.0 for the env's own load)."""
+    return int(seed), -1.0 if np.isnan(load) else round(float(load), 6)
+
+
+def load_slot(env_kwargs: dict[str, Any], seed: int, load: float, prior: str, weight: float) -> _Slot:
+    """The training slot of instance ``seed`` drawn at mean arrival probability ``load`` (NaN: the env's)."""
+    from agents.uec.prior import _slot
+
+    kwargs = dict(env_kwargs)
+    if not np.isnan(load):
+        kwargs["scenario_overrides"] = {**(kwargs.get("scenario_overrides") or {}), "mean_arrival_prob": float(load)}
+    slot = _slot(kwargs, seed, prior, weight)
+    slot.arrival_prob = float(load)
+    return slot
 
 
 def features(labels: TeacherLabels, slots: dict[int, _Slot], model: PriorNet
@@ -171,7 +199,7 @@ def features(labels: TeacherLabels, slots: dict[int, _Slot], model: PriorNet
     for i in range(len(labels)):
         info = {"time": int(labels.time[i]), "device": int(labels.device[i]), "action_mask": labels.action_mask[i],
                 "safe_action_mask": labels.safe_mask[i]}
-        slot = slots[int(labels.instance_seed[i])]
+        slot = slots[slot_key(int(labels.instance_seed[i]), float(labels.arrival_prob[i]))]
         out.append(decision_features(labels.obs[i], info, slot.heuristic, model.layout, slot.scale, model.cfg.actions))
     if not out:
         A = model.layout.num_servers * model.layout.num_profiles + 1
@@ -261,17 +289,17 @@ def train_dagger(
     env = UECEnv(**{**env_kwargs, "resample_instance": False})
     env.reset(seed=0)
     teacher = make_teacher(cfg.teacher, env)
-    slots = {slot_seed(s): s for s in [base, *pool]}
+    slots = {slot_key(slot_seed(s), slot_load(s)): s for s in [base, *pool]}
     parts: list[TeacherLabels] = []
     if cfg.dataset:
         labels, meta = TeacherLabels.load(Path(cfg.dataset))
         if meta.get("env_kwargs") not in (None, env_kwargs):
             raise ValueError(f"dataset={cfg.dataset!r} was labelled on env kwargs {meta.get('env_kwargs')}, "
                              f"the run has {env_kwargs}")
-        from agents.uec.prior import _slot
-
-        for s in sorted(set(labels.instance_seed.tolist()) - set(slots)):
-            slots[s] = _slot(env_kwargs, s, model.cfg.prior, model.cfg.prior_weight)
+        for seed_, load in {(int(a), float(b)) for a, b in zip(labels.instance_seed, labels.arrival_prob)}:
+            if slot_key(seed_, load) not in slots:
+                slots[slot_key(seed_, load)] = load_slot(env_kwargs, seed_, load, model.cfg.prior,
+                                                        model.cfg.prior_weight)
         parts.append(labels)
     curve = CurveLog(run_dir, DAGGER_CURVE, "decisions")
     best_eval, best_state = heuristic_mean, copy.deepcopy(model.state_dict())
@@ -293,6 +321,13 @@ def train_dagger(
             student = None if round_index == 0 else copy.deepcopy(model).eval()
             for _ in range(0 if round_index is None else cfg.dagger_episodes):
                 slot = base if not pool or rng.random() < cfg.fixed_instance_share else pool[rng.integers(len(pool))]
+                if slot is not base and cfg.dagger_loads:  # a pool episode at the env's load or one of these
+                    load = [float("nan"), *map(float, cfg.dagger_loads)][rng.integers(len(cfg.dagger_loads) + 1)]
+                    key = slot_key(slot_seed(slot), load)
+                    if key not in slots:
+                        slots[key] = load_slot(env_kwargs, slot_seed(slot), load, model.cfg.prior,
+                                               model.cfg.prior_weight)
+                    slot = slots[key]
                 parts.append(label_episode(env, slot, int(rng.integers(10_000_000, 2**31 - 1)), teacher, student,
                                            round_index=round_index, episode=episode))
                 episode += 1

@@ -239,6 +239,7 @@ class _Slot:
     heuristic: NetScoreGreedyPolicy
     scale: float
     instance_seed: int = -1
+    arrival_prob: float = float("nan")  # the scenario's mean arrival probability when overridden (DAgger's loads)
 
 
 def _slot(env_kwargs: dict[str, Any], instance_seed: int, prior: str, weight: float) -> _Slot:

@@ -93,6 +93,7 @@ class TrainConfig:
     dagger_loss: str = "action"  # action (cross-entropy) | advantage (regression on the teacher's rollout values)
     dagger_tau: float = 0.0  # action: > 0 gives soft targets softmax(Q̂/tau); advantage: the value unit (0 = 1)
     dataset: str = ""  # a teacher_labels.npz to start from (with dagger_rounds=0: train a student from it alone)
+    dagger_loads: list[float] = field(default_factory=list)  # pool episodes also at these mean arrival probabilities
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
@@ -124,6 +125,8 @@ class TrainConfig:
 
             if out.teacher not in TEACHERS:
                 raise ValueError(f"algo.teacher={out.teacher!r} is invalid: expected one of {list(TEACHERS)}")
+            if any(not 0.0 < float(p) <= 1.0 for p in out.dagger_loads):
+                raise ValueError(f"algo.dagger_loads={list(out.dagger_loads)} is invalid: expected probabilities in (0, 1]")
             if out.dagger_loss not in ("action", "advantage"):
                 raise ValueError(f"algo.dagger_loss={out.dagger_loss!r} is invalid: expected action or advantage")
             if out.dagger_rounds < 0 or out.dagger_episodes < 1 or out.dagger_epochs < 1 or not out.dagger_tau >= 0:

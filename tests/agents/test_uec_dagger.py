@@ -21,6 +21,7 @@ from agents.uec.dagger import (
     imitation_loss,
     label_episode,
     make_teacher,
+    slot_key,
     soft_imitation_loss,
     value_targets,
 )
@@ -108,7 +109,7 @@ def test_dataset_round_trip_and_features_recomputed_from_it(tmp_path: Path):
     assert meta["env_kwargs"] == KWARGS
     for name in TeacherLabels.__dataclass_fields__:
         assert np.array_equal(getattr(back, name), getattr(labels, name), equal_nan=True), name
-    tokens, score, allowed = features(back, {3: slot}, student)
+    tokens, score, allowed = features(back, {slot_key(3, float("nan")): slot}, student)
     obs, info = env.reset(seed=6)  # the features of the first decision, computed live, are the stored ones
     live = decision_features(obs, info, slot.heuristic, student.layout, slot.scale, "useful")
     assert np.array_equal(tokens[0].numpy(), live[0]) and np.array_equal(allowed[0].numpy(), live[2])
@@ -198,3 +199,29 @@ def test_uec_dagger_stopped_by_sigterm_saves_labels_and_model_and_says_how_to_co
     assert f"algo.dataset={run_dir / LABELS_FILE} algo.dagger_rounds=2" in output  # rounds 2 and 3 are left
     assert "round 1 epoch 50" not in output  # it stopped at the next epoch, not at the end of the fit
     assert isinstance(load_policy(run_dir, gym.make("UEC-v0", scenario="tiny")), PriorPolicy)
+
+
+def test_labels_at_another_load_keep_it_and_old_label_files_still_load(tmp_path: Path):
+    from agents.uec.dagger import load_slot
+
+    env = UECEnv(**KWARGS)
+    env.reset(seed=0)
+    weight = make_policy("UEC-v0", "lp_bid_price", env).weight
+    heavy = load_slot(KWARGS, 3, 0.9, "lp_bid_price", weight)
+    default = load_slot(KWARGS, 3, float("nan"), "lp_bid_price", weight)
+    assert heavy.instance.arrival_prob.mean() > default.instance.arrival_prob.mean()
+    teacher = make_teacher("uec_rollout_preempt", env)
+    teacher.futures = 16
+    labels = label_episode(env, heavy, 9, teacher, None, round_index=0, episode=0)
+    assert np.all(labels.arrival_prob == 0.9)
+    student = _student(env)
+    tokens = features(labels, {slot_key(3, 0.9): heavy}, student)[0]
+    obs, info = env.reset(seed=9, options={"instance": heavy.instance})  # the features of the heavy instance
+    assert np.array_equal(tokens[0].numpy(), decision_features(obs, info, heavy.heuristic, student.layout,
+                                                               heavy.scale, "useful")[0])
+    arrays = {name: getattr(labels, name) for name in TeacherLabels.__dataclass_fields__ if name != "arrival_prob"}
+    np.savez(tmp_path / "old.npz", **arrays)  # a file written before loads were mixed
+    old, _ = TeacherLabels.load(tmp_path / "old.npz")
+    assert np.isnan(old.arrival_prob).all() and len(old) == len(labels)
+    with pytest.raises(ValueError, match="dagger_loads"):
+        TrainConfig.from_dict({"prior": "lp_bid_price", "prior_method": "dagger", "dagger_loads": [1.5]})
