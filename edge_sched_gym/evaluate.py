@@ -341,6 +341,7 @@ def run_sweep(cfg: DictConfig, sweep: DictConfig, out_dir: Path, code: str | Non
             print(f"[{name}] {parameter} = {value}: finished in an earlier run, reused ({folder / points.POINT_FILE}; "
                   "reuse=false runs it again)", flush=True)
             point_rows = reused
+            points.REUSED[0] += 1
         else:
             print(f"[{name}] {parameter} = {value}", flush=True)
             env_id = str(point.env.id)

@@ -66,7 +66,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from scipy import stats
 
-from edge_sched_gym import CONF_DIR
+from edge_sched_gym import CONF_DIR, points
 from edge_sched_gym import evaluate as evaluate_cli
 from offline.provenance import check_output_path, default_output, require_clone
 
@@ -427,8 +427,13 @@ def run_experiment(paper: str, experiment: str, block: dict, *, quick: bool, res
     size = _size(cfg)
     print(f"== {paper}: {experiment} ({'quick' if quick else 'full'} size: {size})", flush=True)
     start = time.perf_counter()
+    reused_before = points.REUSED[0]
     evaluate_cli.run(cfg)
     wall = time.perf_counter() - start
+    reused = points.REUSED[0] - reused_before
+    if reused:  # the run time is then not the experiment's: say how much came from an earlier run
+        total = sum(len(s["values"]) for s in (cfg.get("sweeps") or []))
+        size += f"; {reused} of {total} point(s) reused from an earlier run into the same folder"
     rows = compare_experiment(paper, experiment, block, out_dir)
     evaluate_cli.write_csv(results / paper / f"{experiment}.csv", rows)
     return rows, wall, size
@@ -562,7 +567,9 @@ def render_page(paper: str, runs: list[dict], prov: dict[str, str], quick: bool,
         "",
         f"Command: `{prov['command']}`  ",
         f"Run time: {sum(r['wall_s'] for r in runs):.0f} s on this machine ({prov['cores']} cores, load average "
-        f"{prov['load average at start']} at the start).",
+        f"{prov['load average at start']} at the start)"
+        + ("; sweep points finished by an earlier run were reused (each experiment below says how many), so this "
+           "is not the experiments' run time." if any("reused" in r["size"] for r in runs) else "."),
         "",
         f"**Verdicts: {_counts_text(c)}** "
         f"(of {len(all_rows)} quantities).",

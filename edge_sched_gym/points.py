@@ -29,6 +29,8 @@ POINT_FILE = "point.json"
 FORMAT = 2
 #: folders whose non-Python files (models, instance data) can change a point's rows
 DATA_FOLDERS = ("envs", "offline", "agents")
+#: sweep points reused by this process so far (the papers' runner reports how much of a run was reused)
+REUSED: list[int] = [0]
 #: libraries whose version can change a point's rows
 LIBRARIES = ("numpy", "scipy", "highspy", "numba", "torch", "gymnasium", "stable_baselines3")
 
