@@ -618,9 +618,8 @@ WHY_IT_DIFFERS: dict[str, str] = {
     "aset": "in our topology model the static policies differ more on dc-cloud, and not every policy does better on "
             "co-dc-cloud, than Fig. 5 shows; the agent trained at λ = 60 is not the best at λ = 100; the DQN row "
             "needs a trained run (command on the page)",
-    "corais": "quick size (the full run is hours on 2 cores and now resumes where it stopped); CoRaiS-v1 draws "
-              "non-trivial instances, not the paper's; one shipped model trained at (10, 5, 100), the paper "
-              "trains one per scale",
+    "corais": "CoRaiS-v1 draws non-trivial instances, not the paper's; "
+              "one shipped model trained at (10, 5, 100), the paper trains one per scale",
 }
 
 
