@@ -171,6 +171,10 @@ ALGOS: dict[str, AlgoSpec] = {
                        loader="agents.corais.trainer:load_policy", env_ids=("CoRaiS-v0", "CoRaiS-v1")),
     "corais_uec": AlgoSpec("corais_uec", "custom", "agents.uec.trainer:train", "agents.uec.trainer:TrainConfig", None,
                            loader="agents.uec.trainer:load_policy", env_ids=("UEC-v0",)),
+    "aset_dagger": AlgoSpec("aset_dagger", "custom", "agents.aset.dagger:train", "agents.aset.dagger:TrainConfig", None,
+                            loader="agents.aset.dagger:load_policy", env_ids=("ASET-v0", "ASET-v1")),
+    "oinc_dagger": AlgoSpec("oinc_dagger", "custom", "agents.oinc.dagger:train", "agents.oinc.dagger:TrainConfig", None,
+                            loader="agents.oinc.prior:load_policy", env_ids=("OINC-v0",)),
     "oinc_prior": AlgoSpec("oinc_prior", "custom", "agents.oinc.prior:train", "agents.oinc.prior:TrainConfig", None,
                            loader="agents.oinc.prior:load_policy", env_ids=("OINC-v0",)),
 }

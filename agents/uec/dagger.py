@@ -24,7 +24,6 @@ the info the features need, so a student trains from them in minutes (``dataset=
 from __future__ import annotations
 
 import copy
-import json
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,6 +33,13 @@ import numpy as np
 import torch
 
 from agents.curves import Column, CurveLog
+from agents.imitation import (  # noqa: F401  (imitation_loss: re-exported)
+    LabelArrays,
+    advantage_loss,
+    imitation_loss,
+    soft_imitation_loss,
+    value_targets,
+)
 from agents.uec.model import save_model
 from agents.uec.prior import PriorNet, _Slot, decision_features
 from envs.uec.env import UECEnv
@@ -52,7 +58,7 @@ LABELS_FILE = "teacher_labels.npz"
 
 
 @dataclass
-class TeacherLabels:
+class TeacherLabels(LabelArrays):
     """Teacher-labelled decisions, one row each, in episode order (an episode's rows are consecutive).
 
     ``behaviour`` is the action the env was stepped with (the teacher's in round 0, the student's after), ``reward``
@@ -78,38 +84,15 @@ class TeacherLabels:
     final_obs: np.ndarray  # (E, O) float32, the observation each episode ended on (row e: episode e in order)
     arrival_prob: np.ndarray  # (N,) float64, the instance's mean arrival probability override (NaN: the env's)
 
-    def __len__(self) -> int:
-        return int(self.behaviour.shape[0])
+    WHAT = "a teacher_labels.npz written by algo=uec_dagger"
 
-    @staticmethod
-    def concatenate(parts: list[TeacherLabels]) -> TeacherLabels:
-        names = [f.name for f in fields(TeacherLabels)]
-        return TeacherLabels(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
-
-    def save(self, path: Path, meta: dict[str, Any]) -> Path:
-        """Compressed arrays at ``path`` and ``meta`` (env kwargs, teacher, provenance) as JSON beside it."""
-        path = Path(path)
-        np.savez_compressed(path, **{f.name: getattr(self, f.name) for f in fields(TeacherLabels)})
-        path.with_suffix(".json").write_text(json.dumps(meta, indent=2, default=str))
-        return path
-
-    @staticmethod
-    def load(path: Path) -> tuple[TeacherLabels, dict[str, Any]]:
-        """The arrays of ``path`` (no pickle) and the meta JSON beside it."""
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"dataset={str(path)!r} is not a file (a {LABELS_FILE} written by algo=uec_dagger)")
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-        if "arrival_prob" not in arrays and "behaviour" in arrays:  # labels from before loads were mixed
+    @classmethod
+    def load_arrays(cls, path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """As :meth:`LabelArrays.load_arrays`; labels from before loads were mixed get ``arrival_prob`` NaN."""
+        arrays, meta = super().load_arrays(path)
+        if "arrival_prob" not in arrays and "behaviour" in arrays:
             arrays["arrival_prob"] = np.full(arrays["behaviour"].shape, np.nan)
-        missing = [f.name for f in fields(TeacherLabels) if f.name not in arrays]
-        if missing:
-            raise ValueError(f"dataset={str(path)!r} lacks {missing}: not a teacher-label file")
-        labels = TeacherLabels(**{f.name: arrays[f.name] for f in fields(TeacherLabels)})
-        meta_path = path.with_suffix(".json")
-        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-        return labels, meta
+        return arrays, meta
 
 
 def make_teacher(name: str, env: UECEnv) -> Any:
@@ -208,47 +191,12 @@ def features(labels: TeacherLabels, slots: dict[int, _Slot], model: PriorNet
     return tuple(torch.from_numpy(np.stack([o[k] for o in out])) for k in range(3))  # type: ignore[return-value]
 
 
-def imitation_loss(logits: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """mean_s −log π(a_teacher(s) | s): cross-entropy to the teacher's action (logits −inf off the action set)."""
-    return -torch.log_softmax(logits, dim=-1).gather(1, teacher[:, None]).squeeze(1).mean()
 
 
-def value_targets(values: torch.Tensor, teacher: torch.Tensor, tau: float) -> torch.Tensor:
-    """(N, A) soft targets softmax((Q̂ − max Q̂)/τ) over the actions the teacher compared (0 elsewhere); a state with
-    a single compared action, or τ = 0, gets the teacher's action one-hot. Near-ties (within the rollouts' noise)
-    then share the target instead of one of them being called right at random."""
-    onehot = torch.nn.functional.one_hot(teacher, values.shape[1]).to(torch.float64)
-    if tau <= 0:
-        return onehot
-    finite = torch.isfinite(values)
-    shifted = torch.where(finite, values.double(), torch.full_like(values, float("-inf"), dtype=torch.float64))
-    shifted = shifted - shifted.max(dim=1, keepdim=True).values
-    soft = torch.softmax(shifted / tau, dim=1).nan_to_num(0.0)
-    several = finite.sum(dim=1, keepdim=True) > 1
-    return torch.where(several, soft, onehot)
 
 
-def soft_imitation_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """mean_s −Σ_a target(a)·log π(a | s) (targets 0 off the action set, where log π = −inf)."""
-    log_p = torch.log_softmax(logits, dim=-1)
-    return -(torch.where(targets > 0, targets * log_p, torch.zeros_like(log_p))).sum(dim=-1).mean()
 
 
-def advantage_loss(logits: torch.Tensor, values: torch.Tensor, scale: float) -> torch.Tensor:
-    """Regression of the logits, centred over the actions the teacher compared, on its centred rollout values
-    (Q̂ − mean Q̂)/``scale``: mean over those actions of the squared error, over states with several. The argmax of
-    E[Q̂ | features] is then the greedy action; unlike a class label, a noisy near-tie costs only its small error."""
-    finite = torch.isfinite(values)
-    several = finite.sum(dim=1) > 1
-    if not bool(several.any()):
-        return logits.sum() * 0.0
-    logits, values, finite = logits[several], values[several].double(), finite[several]
-    count = finite.sum(dim=1, keepdim=True)
-    zero = torch.zeros_like(values)
-    centred_logit = logits - torch.where(finite, logits, zero).sum(dim=1, keepdim=True) / count
-    centred_value = (values - torch.where(finite, values, zero).sum(dim=1, keepdim=True) / count) / scale
-    error = torch.where(finite, centred_logit - centred_value, zero)
-    return (error.pow(2).sum(dim=1) / count.squeeze(1)).mean()
 
 
 def teacher_regret(model: PriorNet, data: tuple[torch.Tensor, ...], values: torch.Tensor) -> float:

@@ -120,30 +120,38 @@ class SloLiuLocalSearchPolicy(SloLiuPolicy):
 
     def act(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
         action = np.asarray(super().act(obs, info), dtype=np.int64)
-        slot = current_slot(self.env, action)
-        heads, choices = self._single_head_changes(action.size)
-        rows = np.arange(heads.size)
-        best = float(slot_rewards(slot, action[None])[0])
-        self.last_moves = 0
-        while self.last_moves < self.max_moves:
-            candidates = np.repeat(action[None], heads.size, axis=0)
-            candidates[rows, heads] = choices
-            rewards = slot_rewards(slot, candidates)
-            k = int(np.argmax(rewards))
-            if not rewards[k] > best + 1e-12 * max(abs(best), 1.0):
-                break
-            action, best = candidates[k], float(rewards[k])
-            self.last_moves += 1
+        key = (action.size, self.env.instance.num_edges)
+        if key not in self._neighbours:
+            self._neighbours[key] = single_head_changes(*key)
+        action, self.last_moves = local_search(current_slot(self.env, action), action, *self._neighbours[key],
+                                               self.max_moves)
         return action
 
-    def _single_head_changes(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """(head, choice) of every single-head action: edges 0..J-1 for edge heads, levels for the others."""
-        key = (size, self.env.instance.num_edges)
-        if key not in self._neighbours:
-            options = [np.arange(key[1] if h % 3 == 0 else dyn.NUM_LEVELS) for h in range(size)]
-            heads = np.concatenate([np.full(o.size, h) for h, o in enumerate(options)])
-            self._neighbours[key] = (heads, np.concatenate(options))
-        return self._neighbours[key]
+
+def single_head_changes(heads: int, num_edges: int) -> tuple[np.ndarray, np.ndarray]:
+    """(head, choice) of every single-head change of a flat action of ``heads`` heads: edges 0..J-1 for edge heads
+    (h % 3 == 0), levels for the others."""
+    options = [np.arange(num_edges if h % 3 == 0 else dyn.NUM_LEVELS) for h in range(heads)]
+    return np.concatenate([np.full(o.size, h) for h, o in enumerate(options)]), np.concatenate(options)
+
+
+def local_search(slot: Any, action: np.ndarray, heads: np.ndarray, choices: np.ndarray,
+                 max_moves: int) -> tuple[np.ndarray, int]:
+    """``slo_liu_ls``'s search from ``action`` on ``slot`` (:class:`SloLiuLocalSearchPolicy`): best-improvement
+    single-head moves on the exact slot reward; returns (the action, the moves made)."""
+    rows = np.arange(heads.size)
+    best = float(slot_rewards(slot, action[None])[0])
+    moves = 0
+    while moves < max_moves:
+        candidates = np.repeat(action[None], heads.size, axis=0)
+        candidates[rows, heads] = choices
+        rewards = slot_rewards(slot, candidates)
+        k = int(np.argmax(rewards))
+        if not rewards[k] > best + 1e-12 * max(abs(best), 1.0):
+            break
+        action, best = candidates[k], float(rewards[k])
+        moves += 1
+    return action, moves
 
 
 @register_policy(ENV_ID, "slo_liu")

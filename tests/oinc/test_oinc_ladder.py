@@ -205,7 +205,7 @@ def test_oinc_ladder__slo_liu_ls_ends_at_a_local_optimum_of_the_exact_slot_rewar
         slot = current_slot(env, action)
         reward = float(slot_rewards(slot, action[None])[0])
         assert reward >= float(slot_rewards(slot, base[None])[0]) - 1e-12
-        heads, choices = search._single_head_changes(action.size)
+        heads, choices = heuristics.single_head_changes(action.size, env.unwrapped.instance.num_edges)
         neighbours = np.repeat(action[None], heads.size, axis=0)
         neighbours[np.arange(heads.size), heads] = choices
         assert slot_rewards(slot, neighbours).max() <= reward + 1e-12 * max(abs(reward), 1.0)
