@@ -201,6 +201,11 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
           f"there ({time.perf_counter() - start:.0f}s)", flush=True)
 
     dataset = str(run_dir / LABELS_FILE) if resume else cfg.dataset
+    if dataset:
+        saved_kwargs = SearchLabels.load_arrays(Path(dataset))[1].get("env_kwargs")
+        if saved_kwargs is not None and saved_kwargs != kwargs:  # the slots are replayed with the run's kwargs
+            raise ValueError(f"dataset={dataset!r} was labelled with env kwargs {saved_kwargs}, the run has {kwargs} "
+                             "(the share changes the slots: label at the share the student will play)")
     labels = SearchLabels.load(Path(dataset))[0] if dataset else SearchLabels(
         np.zeros((0, 3 * env.instance.num_devices), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
         np.zeros(0, np.int64))

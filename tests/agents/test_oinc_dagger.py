@@ -90,6 +90,8 @@ def test_train_py_tiny_run_plays_in_the_search_pair_then_a_student_from_its_labe
     second = _run(tmp_path / "b", f"algo.dataset={run_dir / LABELS_FILE}", "seed=1")
     assert not (second / LABELS_FILE).exists()  # fitted from the labels alone: nothing labelled, nothing copied
     assert isinstance(load_policy(second, env), PriorPolicy)
+    with pytest.raises(ValueError, match="label at the share"):  # the share changes the slots the labels belong to
+        _run(tmp_path / "c", f"algo.dataset={run_dir / LABELS_FILE}", "algo.retraining_share=0.7")
 
 
 def test_stopped_by_sigterm_keeps_labels_and_model(tmp_path: Path):
