@@ -1,5 +1,9 @@
 """Teacher datasets in Minari format (Farama's offline-RL standard), for offline-RL and imitation research.
 
+ASET labels (``algo=aset_dagger``, :class:`agents.aset.dagger.AsetLabels`) export the same way: each episode is
+replayed from its seed for the env's float32 observations; ``infos`` carry ``teacher_action``, ``teacher_values``,
+``candidates`` (the rollout's candidate policies), ``queries``, ``instance_seed``, ``lam`` and ``round``.
+
 A DAgger run (``algo=uec_dagger``) keeps every decision its teacher labelled in ``teacher_labels.npz``
 (:class:`agents.uec.dagger.TeacherLabels`). :func:`export_minari` turns it into a Minari dataset: one Minari episode
 per labelled episode, with the env's observations, the actions it was stepped with (the teacher's in round 0, the
@@ -75,6 +79,41 @@ def episode_buffers(labels: TeacherLabels) -> list[Any]:
     return buffers
 
 
+def aset_episode_buffers(labels: Any, meta: dict[str, Any]) -> list[Any]:
+    """ASET labels (:class:`agents.aset.dagger.AsetLabels`) as Minari episode buffers. The labels keep observations
+    as float16; each episode is replayed from its seed with the actions it was stepped with, so the buffers hold the
+    env's own float32 observations (the final one included) and rewards (checked against the labels' outcomes)."""
+    import gymnasium as gym
+    from minari.data_collector import EpisodeBuffer
+
+    import envs  # noqa: F401
+
+    buffers = []
+    for index, episode in enumerate(np.unique(labels.episode)):
+        rows = np.flatnonzero(labels.episode == episode)
+        kwargs = {**(meta.get("env_kwargs") or {}), "instance_seed": int(labels.instance_seed[rows[0]]),
+                  "lam": float(labels.lam[rows[0]])}
+        env = gym.make(meta.get("env_id", "ASET-v1"), **kwargs)
+        obs, _ = env.reset(seed=int(labels.episode_seed[rows[0]]))
+        observations, rewards = [obs], []
+        for action in labels.behaviour[rows]:
+            obs, reward, terminated, truncated, _ = env.step(int(action))
+            observations.append(obs)
+            rewards.append(float(reward))
+        if not np.allclose(rewards, labels.success[rows]):
+            raise ValueError(f"episode {int(episode)} does not replay to its labelled outcomes (another env version?)")
+        infos = {"teacher_action": labels.teacher_action[rows], "teacher_values": labels.teacher_values[rows],
+                 "candidates": labels.candidates[rows], "queries": labels.queries[rows],
+                 "instance_seed": labels.instance_seed[rows], "lam": labels.lam[rows], "round": labels.round[rows]}
+        infos = {k: np.concatenate([v, v[-1:]]) for k, v in infos.items()}
+        n = rows.size
+        buffers.append(EpisodeBuffer(
+            id=index, seed=int(labels.episode_seed[rows[0]]), observations=np.stack(observations),
+            actions=labels.behaviour[rows], rewards=rewards, terminations=[False] * n,
+            truncations=[False] * (n - 1) + [True], infos=infos))
+    return buffers
+
+
 def export_minari(run: str | Path, dataset_id: str, *, data_path: str | Path | None = None,
                   description: str | None = None, author_email: str | None = None) -> Any:
     """Write the teacher labels of ``run`` (a run folder or its ``teacher_labels.npz``) as Minari dataset
@@ -88,19 +127,30 @@ def export_minari(run: str | Path, dataset_id: str, *, data_path: str | Path | N
 
     path = Path(run)
     path = path / LABELS_FILE if path.is_dir() else path
-    labels, meta = TeacherLabels.load(path)
-    env = gym.make(meta.get("env_id", "UEC-v0"), **(meta.get("env_kwargs") or {}))
+    meta = TeacherLabels.load_arrays(path)[1]
+    env_id = meta.get("env_id", "UEC-v0")
+    if env_id.startswith("ASET"):
+        from agents.aset.dagger import AsetLabels
+
+        aset_labels, meta = AsetLabels.load(path)
+        buffers = aset_episode_buffers(aset_labels, meta)
+        code, infos = "agents/aset/dagger.py", "teacher_action, teacher_values, candidates, lam"
+    else:
+        labels, meta = TeacherLabels.load(path)
+        buffers = episode_buffers(labels)
+        code, infos = "agents/uec/dagger.py", "the masks, teacher_action and teacher_values"
+    env = gym.make(env_id, **(meta.get("env_kwargs") or {}))
     with _datasets_path(data_path), warnings.catch_warnings():
         if author_email is None:  # no contact address is published with the project: say so once, not as a warning
             warnings.filterwarnings("ignore", message="`author_email` is set to None")
         return minari.create_dataset_from_buffers(
-            dataset_id=dataset_id, buffer=episode_buffers(labels), env=env, eval_env=env, author_email=author_email,
+            dataset_id=dataset_id, buffer=buffers, env=env, eval_env=env, author_email=author_email,
             algorithm_name=f"DAgger labels of "
-            f"{meta.get('teacher', '?')}", author="edge-sched-gym", code_permalink="agents/uec/dagger.py",
+            f"{meta.get('teacher', '?')}", author="edge-sched-gym", code_permalink=code,
             description=description or (
-                f"Decisions of {meta.get('env_id', 'UEC-v0')} labelled by the online rollout reference "
+                f"Decisions of {env_id} labelled by the online rollout reference "
                 f"{meta.get('teacher', '?')}: round 0 played by the teacher, later rounds by a DAgger student. "
-                "infos carry the masks, teacher_action and teacher_values."),
+                f"infos carry {infos}."),
             requirements=["edge-sched-gym"])
 
 

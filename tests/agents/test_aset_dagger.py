@@ -169,3 +169,23 @@ def test_stopped_by_sigterm_keeps_labels_and_model_and_resumes(tmp_path: Path):
     train.run(cfg, overrides=overrides)
     resumed, _ = AsetLabels.load(run_dir / LABELS_FILE)
     assert sorted(set(resumed.round.tolist())) == [0, 1, 2] and len(resumed) == len(labels) + 2 * 4
+
+
+def test_labels_export_to_minari_by_replay(tmp_path: Path):
+    pytest.importorskip("minari")
+    from agents.datasets import export_minari, load_minari
+
+    env = gym.make("ASET-v1", **KWARGS)
+    labels = AsetLabels.concatenate([label_episode(env, s, _teacher(env), None, instance_seed=3, round_index=0,
+                                                   episode=e) for e, s in enumerate((1, 2))])
+    path = labels.save(tmp_path / LABELS_FILE, {"env_id": "ASET-v1", "env_kwargs": KWARGS, "teacher": "aset_rollout"})
+    export_minari(path, "test/aset-v1/tiny-v0", data_path=tmp_path / "minari")
+    dataset = load_minari("test/aset-v1/tiny-v0", data_path=tmp_path / "minari")
+    assert dataset.total_episodes == 2 and dataset.total_steps == 16
+    for e, episode in enumerate(dataset.iterate_episodes()):
+        rows = labels.episode == e
+        assert episode.observations.dtype == np.float32 and len(episode.observations) == 9  # 8 decisions + the last
+        np.testing.assert_allclose(episode.observations[:-1], labels.obs[rows].astype(np.float32), rtol=1e-3, atol=1e-3)
+        assert episode.actions.tolist() == labels.behaviour[rows].tolist()
+        np.testing.assert_allclose(episode.rewards, labels.success[rows])
+        assert episode.infos["teacher_action"][:-1].tolist() == labels.teacher_action[rows].tolist()
