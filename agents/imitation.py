@@ -101,3 +101,27 @@ class LabelArrays:
         if missing:
             raise ValueError(f"dataset={str(path)!r} lacks {missing}: not {cls.WHAT}")  # type: ignore[attr-defined]
         return cls(**{f.name: arrays[f.name] for f in fields(cls)}), meta  # type: ignore[arg-type]
+
+
+def gradient_step(optimiser: torch.optim.Optimizer, loss: torch.Tensor, parameters: Any, grad_clip: float) -> float:
+    """One optimiser step on ``loss`` with the gradient norm clipped at ``grad_clip``; returns the loss value."""
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(parameters, grad_clip)
+    optimiser.step()
+    return float(loss.item())
+
+
+def fixed_instance_kwargs(algo: str, env_cfg: dict[str, Any], env_ids: tuple[str, ...], steps: int,
+                          unit: str) -> dict[str, Any]:
+    """The env kwargs of a trainer that plays the run's own instance plus a pool of others: the env must be one of
+    ``env_ids`` without wrappers, with a fixed ``instance_seed``; ``steps`` (in ``unit``) at least 1."""
+    env_id = str(env_cfg.get("id", env_ids[0]))
+    if env_id not in env_ids or env_cfg.get("wrappers"):
+        raise ValueError(f"algo={algo} trains on {list(env_ids)} without wrappers, not {env_id!r}")
+    kwargs = dict(env_cfg.get("kwargs") or {})
+    if kwargs.get("resample_instance") or kwargs.get("instance_seed", 0) is None:
+        raise ValueError(f"algo={algo}: use a fixed instance_seed; train_instances adds the instance distribution")
+    if steps < 1:
+        raise ValueError(f"steps={steps} is invalid: expected >= 1 ({unit})")
+    return kwargs

@@ -46,7 +46,13 @@ from torch import nn
 
 from agents.aset.extractor import TimeConvExtractor
 from agents.curves import Column, CurveLog
-from agents.imitation import LabelArrays, soft_imitation_loss, value_targets
+from agents.imitation import (
+    LabelArrays,
+    fixed_instance_kwargs,
+    gradient_step,
+    soft_imitation_loss,
+    value_targets,
+)
 from agents.loading import save_config_model as save_model
 from envs.aset.types import POLICY_NAMES
 from offline.aset.heuristics import LEAST_IMPEDANCE, THRESHOLD_DEFAULTS, THRESHOLD_SWITCH, ThresholdSwitchPolicy
@@ -373,14 +379,8 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
     from offline.registry import make_policy
 
     cfg = TrainConfig.from_dict(dict(algo_cfg))
+    kwargs = fixed_instance_kwargs("aset_dagger", env_cfg, ENV_IDS, steps, "labelled decisions")
     env_id = str(env_cfg.get("id", "ASET-v1"))
-    if env_id not in ENV_IDS or env_cfg.get("wrappers"):
-        raise ValueError(f"algo=aset_dagger trains on {list(ENV_IDS)} without wrappers, not {env_id!r}")
-    kwargs = dict(env_cfg.get("kwargs") or {})
-    if kwargs.get("resample_instance") or kwargs.get("instance_seed", 0) is None:
-        raise ValueError("algo=aset_dagger: use a fixed instance_seed; train_instances adds the instance distribution")
-    if steps < 1:
-        raise ValueError(f"steps={steps} is invalid: expected >= 1 (labelled decisions)")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
@@ -513,11 +513,7 @@ def _fit(model: AsetStudent, optimiser: torch.optim.Optimizer, labels: AsetLabel
         for first in range(0, order.numel(), cfg.batch_size):
             idx = order[first:first + cfg.batch_size]
             loss = soft_imitation_loss(model(obs[idx], extra[idx], candidates[idx]), targets[idx])
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            optimiser.step()
-            losses.append(loss.item())
+            losses.append(gradient_step(optimiser, loss, model.parameters(), cfg.grad_clip))
         model.eval()
         with torch.no_grad():
             agree = float((model(obs[val_idx], extra[val_idx], candidates[val_idx]).argmax(-1) == teacher[val_idx])

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from agents.curves import Column, CurveLog
-from agents.imitation import LabelArrays
+from agents.imitation import LabelArrays, fixed_instance_kwargs, gradient_step
 from agents.loading import save_config_model as save_model
 from agents.oinc.prior import (
     CONTROLLERS,
@@ -151,13 +151,7 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
     from agents.callbacks import GracefulInterrupt, TrainingInterrupted
 
     cfg = TrainConfig.from_dict(dict(algo_cfg))
-    if str(env_cfg.get("id", ENV_ID)) != ENV_ID or env_cfg.get("wrappers"):
-        raise ValueError(f"algo=oinc_dagger trains only on {ENV_ID} without wrappers, not {env_cfg.get('id')!r}")
-    kwargs = dict(env_cfg.get("kwargs") or {})
-    if kwargs.get("resample_instance") or kwargs.get("instance_seed", 0) is None:
-        raise ValueError("algo=oinc_dagger: use a fixed instance_seed; train_instances adds the instance distribution")
-    if steps < 1:
-        raise ValueError(f"steps={steps} is invalid: expected >= 1 (labelled slots)")
+    kwargs = fixed_instance_kwargs("oinc_dagger", env_cfg, (ENV_ID,), steps, "labelled slots")
     pair = tuned_pair_kwargs(LS_PAIR)
     share = pair["retraining_share"] if cfg.retraining_share is None else cfg.retraining_share
     kwargs = {**kwargs, "retraining": cfg.controller, "retraining_share": float(share)}
@@ -248,11 +242,7 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
                 idx = order[first:first + cfg.batch_slots]
                 tokens, prior, valid = (torch.from_numpy(x) for x in batch_slot_features([slots[i] for i in idx]))
                 loss = head_cross_entropy(chunked_forward(model, tokens, prior, valid), teacher[idx])
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                optimiser.step()
-                losses.append(loss.item())
+                losses.append(gradient_step(optimiser, loss, model.parameters(), cfg.grad_clip))
             model.eval()
             gain = validation_gain(model, val_data, val_tensors)["gain"]
             with torch.inference_mode():

@@ -36,6 +36,7 @@ from agents.curves import Column, CurveLog
 from agents.imitation import (  # noqa: F401  (imitation_loss: re-exported)
     LabelArrays,
     advantage_loss,
+    gradient_step,
     imitation_loss,
     soft_imitation_loss,
     value_targets,
@@ -308,11 +309,7 @@ def train_dagger(
                         loss = advantage_loss(logits, values_t[idx], float(cfg.dagger_tau) or 1.0)
                     else:
                         loss = soft_imitation_loss(logits, targets[idx])
-                    optimiser.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                    optimiser.step()
-                    losses.append(loss.item())
+                    losses.append(gradient_step(optimiser, loss, model.parameters(), cfg.grad_clip))
                 model.eval()
                 agree = agreement(model, val_data, teacher_t[val_idx])
                 regret = teacher_regret(model, val_data, values_t[val_idx])
