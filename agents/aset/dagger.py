@@ -420,6 +420,8 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
     last_round = json.loads(state_file.read_text())["last_round"] if resume else \
         first_round + cfg.rounds - (1 if parts else 0)
     state_file.write_text(json.dumps({"last_round": last_round}))
+    if resume:  # new episodes, not the first run's sequence again
+        rng = np.random.default_rng([seed, first_round])
     plan: list[int | None] = ([None] if parts else []) + list(range(first_round, last_round + 1))
     print(f"[aset_dagger] rounds {first_round}..{last_round} after {len(parts[0]) if parts else 0} given labels",
           flush=True)

@@ -169,6 +169,7 @@ def test_stopped_by_sigterm_keeps_labels_and_model_and_resumes(tmp_path: Path):
     train.run(cfg, overrides=overrides)
     resumed, _ = AsetLabels.load(run_dir / LABELS_FILE)
     assert sorted(set(resumed.round.tolist())) == [0, 1, 2] and len(resumed) == len(labels) + 2 * 4
+    assert not set(resumed.episode_seed[resumed.round == 2]) & set(labels.episode_seed)  # new episodes
 
 
 def test_labels_export_to_minari_by_replay(tmp_path: Path):
