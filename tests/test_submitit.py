@@ -18,6 +18,8 @@ TINY = ["steps=100", "algo.learning_starts=50", "algo.batch_size=16", "eval.epis
         "checkpoint_freq=100", "eval.reference=false", "eval.bound=false", "progress=false"]
 
 
+# slow (11 s): the launcher's own processes; python -m pytest -m slow runs it
+@pytest.mark.slow
 def test_submitit_local__a_two_seed_sweep_runs_one_job_per_seed(tmp_path):
     out = tmp_path / "runs"
     done = subprocess.run(

@@ -62,6 +62,8 @@ def test_compare__learner_table_scores_runs_against_the_best_baseline_in_either_
     assert learner_table(rows, ["pickconfigs", "random"], "m", True) == []  # no run: no table
 
 
+# slow (12 s): trains runs end to end; the table's logic is tested above, agents.compare end to end by the DAgger studies
+@pytest.mark.slow
 def test_compare__evaluate_py_writes_the_learner_table_for_trained_runs(tmp_path):
     from hydra import compose, initialize_config_dir
 
