@@ -207,6 +207,8 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
             "slo_margin": margin, "seed": seed}
     episodes: list[list[Slot]] = [replay(int(i), int(s)) for i, s in zip(labels.instance_seed, labels.episode_seed,
                                                                          strict=True)]
+    if resume:  # new episodes, not the first run's sequence again
+        rng = np.random.default_rng([seed, len(episodes)])
     interrupt = GracefulInterrupt()
     with interrupt:
         interrupt.requested  # noqa: B018  (from here a signal stops at the next episode or epoch)
