@@ -57,8 +57,9 @@ from agents.loading import save_config_model as save_model
 from envs.aset.types import POLICY_NAMES
 from offline.aset.heuristics import LEAST_IMPEDANCE, THRESHOLD_DEFAULTS, THRESHOLD_SWITCH, ThresholdSwitchPolicy
 from offline.aset.online import ASET_ROLLOUT, ROLLOUT_DEFAULTS
+from offline.aset.policies import EpisodeTally
 from offline.ladder_spec import tuned_params
-from offline.protocol import policy_env, policy_seed_for
+from offline.protocol import policy_env, policy_seed_for, run_episode
 
 ENV_IDS: tuple[str, ...] = ("ASET-v0", "ASET-v1")
 MODEL_FILE = "model.pt"
@@ -344,17 +345,10 @@ class _Envs:
 
 
 def _success(env: gym.Env, policy: Any, seed: int) -> float:
-    """Query-weighted success of one episode of ``policy`` (the evaluation runner's metric)."""
-    obs, info = env.reset(seed=int(seed))
-    policy.reset(policy_env(env, policy), seed=policy_seed_for(int(seed)))
-    succeeded = queries = 0.0
-    done = False
-    while not done:
-        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
-        succeeded += info["success"] * info["queries"]
-        queries += info["queries"]
-        done = terminated or truncated
-    return succeeded / queries if queries > 0 else 1.0
+    """Query-weighted success of one episode of ``policy``: the evaluation's own metric (``EpisodeTally``)."""
+    tally = EpisodeTally(env.unwrapped.instance.num_apps)
+    run_episode(env, policy, seed=int(seed), on_step=tally)
+    return tally.metrics(env.unwrapped.instance.app_names)["success_rate"]
 
 
 def _eval_set(cfg: TrainConfig, base_seed: int, pool: list[int]) -> list[tuple[int, float, int]]:
