@@ -10,6 +10,10 @@
     python -m agents.compare "runs=[runs/corais_v1_seeds/*]" env_id=CoRaiS-v1 metric=cost higher_is_better=false \
         "baselines=[ils_5s]" "others=[ils_100ms]" "run_kwargs={search_time: 0.1}" seed=2026 instance_base=100 \
         instances=10 episodes=1 publish=true out=results/corais/seeds_20-10-100  # the network in the 100 ms search
+    python -m agents.compare "runs=[runs/corais_pomo/*]" env_id=CoRaiS-v1 metric=cost higher_is_better=false \
+        "baselines=[ils_it1600]" "others=[list_greedy_ls]" "env_kwargs={scale: [20, 10, 100]}" \
+        "evaluation_kwargs={reference: list_greedy_ls}" seed=60000 instance_base=60000 instances=100 episodes=1 \
+        publish=true out=results/corais/pomo/fresh_20-10-100  # the constructive dispatcher on fresh instances
     python -m agents.compare "runs=[runs/aset_ppo/*]" env_id=ASET-v1 metric=success_rate \
         "baselines=[threshold_switch,periodic_switch]" "env_kwargs={theta: 0.0, horizon: 60}" seed=2026 \
         instance_base=100 instances=10 episodes=1 publish=true out=results/aset/ppo_v1/held_out  # the ladder episodes
@@ -65,6 +69,8 @@ class CompareConfig:
     reps: int = 5000  # bootstrap resamples
     run_kwargs: dict[str, Any] = field(default_factory=dict)  # every run's policy kwargs, e.g. {search_time: 0.1}
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # over the runs' env kwargs, e.g. the ladder's {horizon: 60}
+    evaluation_kwargs: dict[str, Any] = field(default_factory=dict)  # the evaluation hook's options, e.g. CoRaiS'
+    #   {reference: list_greedy_ls} (a played policy as the gap reference instead of a 10 s MILP per instance)
     out: str = "outputs/compare"  # git-ignored; a checked-in path (results/...) needs publish=true
     publish: bool = False  # true: out may be a path of the clone's checked-in files
 
@@ -264,7 +270,7 @@ def compare(cfg: CompareConfig) -> list[dict[str, Any]]:
 
     rows = evaluate(cfg.env_id, env_kwargs, names, instances=cfg.instances, episodes=cfg.episodes, seed=cfg.seed,
                     out_dir=out / "evaluation", progress=False, resolve=resolve, wrappers=wrappers,
-                    instance_base=cfg.instance_base)
+                    instance_base=cfg.instance_base, **cfg.evaluation_kwargs)
     episodes = episode_values(out / "evaluation", cfg.metric)
     if rows and cfg.metric in rows[0]:
         value = {str(r["policy"]): float(r[cfg.metric]) for r in rows}

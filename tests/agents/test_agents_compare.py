@@ -123,8 +123,9 @@ def test_compare__run_kwargs_reach_the_runs_policies_only_and_name_the_group(tmp
         made[str(name)] = kwargs
         return name
 
-    def fake_evaluate(env_id, env_kwargs, names, *, resolve, **_):
+    def fake_evaluate(env_id, env_kwargs, names, *, resolve, **options):
         assert env_kwargs == {"scenario": "tiny"}  # the runs' (none) updated by env_kwargs
+        assert options["reference"] == "pickconfigs"  # evaluation_kwargs reach the evaluation hook
         rows = []
         for k, name in enumerate(names):
             resolve(env_id, name, None)
@@ -134,7 +135,8 @@ def test_compare__run_kwargs_reach_the_runs_policies_only_and_name_the_group(tmp
     monkeypatch.setattr(agents.loading, "resolve_policy", fake_resolve)
     monkeypatch.setattr(offline.runner, "evaluate", fake_evaluate)
     table = compare(CompareConfig(runs=runs, baselines=["pickconfigs"], others=[], run_kwargs={"search_time": 0.1},
-                                  env_kwargs={"scenario": "tiny"}, reps=50, out=str(tmp_path / "out")))
+                                  env_kwargs={"scenario": "tiny"}, evaluation_kwargs={"reference": "pickconfigs"},
+                                  reps=50, out=str(tmp_path / "out")))
     assert made["pickconfigs"] == {} and all(made[r] == {"search_time": 0.1} for r in runs)
     assert [row["algo"] for row in table] == ["sac (search_time=0.1)"]
     assert table[0]["mean"] == pytest.approx((11.0 / 10.0 + 12.0 / 10.0) / 2)
@@ -143,6 +145,7 @@ def test_compare__run_kwargs_reach_the_runs_policies_only_and_name_the_group(tmp
 @pytest.mark.parametrize(("options", "named"), [
     ({"env_kwargs": {"nonsense": 1}}, "env_kwargs.nonsense"),
     ({"run_kwargs": {"search_tme": 0.1}}, "search_tme"),  # an SB3 run's policy takes no options
+    ({"evaluation_kwargs": {"bogus": 1}}, "bogus"),  # the evaluation hook's options are checked too
 ])
 def test_compare__bad_env_or_run_kwargs_fail_naming_them_before_any_output(tmp_path, options, named):
     run = _fake_run(tmp_path / "run0", "sac", 100)
