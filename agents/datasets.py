@@ -4,6 +4,11 @@ ASET labels (``algo=aset_dagger``, :class:`agents.aset.dagger.AsetLabels`) expor
 replayed from its seed for the env's float32 observations; ``infos`` carry ``teacher_action``, ``teacher_values``,
 ``candidates`` (the rollout's candidate policies), ``queries``, ``instance_seed``, ``lam`` and ``round``.
 
+CoRaiS teacher labels (``algo=corais_pomo``, :mod:`agents.corais.pomo_train`: best-known dispatches of instances at
+several scales) export one scale at a time (``scale=N-Q-Z``; the observation space depends on it): one one-step
+episode per instance, reset with the instance its seed draws (``instance_seed`` in ``infos``), the action the
+teacher's dispatch, the reward minus its cost.
+
 A DAgger run (``algo=uec_dagger``) keeps every decision its teacher labelled in ``teacher_labels.npz``
 (:class:`agents.uec.dagger.TeacherLabels`). :func:`export_minari` turns it into a Minari dataset: one Minari episode
 per labelled episode, with the env's observations, the actions it was stepped with (the teacher's in round 0, the
@@ -114,10 +119,46 @@ def aset_episode_buffers(labels: Any, meta: dict[str, Any]) -> list[Any]:
     return buffers
 
 
+def corais_episode_buffers(path: Path, scale: str | None) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """CoRaiS labels of one scale (``scale`` "N-Q-Z"; required when the file holds several) as one-step Minari episode
+    buffers; returns (buffers, meta, the env kwargs). Each episode's reward is checked against the labelled cost."""
+    import gymnasium as gym
+    from minari.data_collector import EpisodeBuffer
+
+    import envs  # noqa: F401
+    from agents.corais.pomo import scenario_instances
+    from agents.corais.pomo_train import load_labels, scale_key
+
+    groups, meta = load_labels(path)
+    keys = [scale_key(g.scale) for g in groups]
+    if scale is None and len(groups) == 1:
+        scale = keys[0]
+    if scale not in keys:
+        raise ValueError(f"scale={scale!r} is invalid for {str(path)!r}: expected one of {keys} (one dataset per scale)")
+    labels = groups[keys.index(scale)]
+    env_kwargs = {"scale": list(labels.scale)}
+    env = gym.make(meta.get("env_id", "CoRaiS-v1"), **env_kwargs)
+    buffers = []
+    for index, (seed, instance, action, cost) in enumerate(zip(
+            labels.seeds, scenario_instances(meta.get("env_id", "CoRaiS-v1"), labels.scale, labels.seeds),
+            labels.actions, labels.cost)):
+        obs, _ = env.reset(options={"instance": instance})
+        final, reward, terminated, truncated, _ = env.step(action)
+        if not np.isclose(-reward, cost):
+            raise ValueError(f"instance seed {int(seed)} does not replay to its labelled cost (another env version?)")
+        buffers.append(EpisodeBuffer(
+            id=index, observations={k: np.stack([obs[k], final[k]]) for k in obs}, actions=action[None],
+            rewards=[float(reward)], terminations=[bool(terminated)], truncations=[bool(truncated)],
+            infos={"instance_seed": np.array([int(seed), int(seed)])}))
+    env.close()
+    return buffers, meta, env_kwargs
+
+
 def export_minari(run: str | Path, dataset_id: str, *, data_path: str | Path | None = None,
-                  description: str | None = None, author_email: str | None = None) -> Any:
+                  description: str | None = None, author_email: str | None = None, scale: str | None = None) -> Any:
     """Write the teacher labels of ``run`` (a run folder or its ``teacher_labels.npz``) as Minari dataset
-    ``dataset_id``; returns the ``minari.MinariDataset``. The env it was labelled on is also its evaluation env."""
+    ``dataset_id``; returns the ``minari.MinariDataset``. The env it was labelled on is also its evaluation env.
+    ``scale``: which scale of CoRaiS labels ("N-Q-Z")."""
     import warnings
 
     import gymnasium as gym
@@ -129,7 +170,11 @@ def export_minari(run: str | Path, dataset_id: str, *, data_path: str | Path | N
     path = path / LABELS_FILE if path.is_dir() else path
     meta = TeacherLabels.load_arrays(path)[1]
     env_id = meta.get("env_id", "UEC-v0")
-    if env_id.startswith("ASET"):
+    if env_id.startswith("CoRaiS"):
+        buffers, meta, env_kwargs = corais_episode_buffers(path, scale)
+        meta = {**meta, "env_kwargs": env_kwargs}
+        code, infos = "agents/corais/pomo_train.py", "instance_seed"
+    elif env_id.startswith("ASET"):
         from agents.aset.dagger import AsetLabels
 
         aset_labels, meta = AsetLabels.load(path)
@@ -145,9 +190,12 @@ def export_minari(run: str | Path, dataset_id: str, *, data_path: str | Path | N
             warnings.filterwarnings("ignore", message="`author_email` is set to None")
         return minari.create_dataset_from_buffers(
             dataset_id=dataset_id, buffer=buffers, env=env, eval_env=env, author_email=author_email,
-            algorithm_name=f"DAgger labels of "
+            algorithm_name=f"{'Best-known dispatches' if env_id.startswith('CoRaiS') else 'DAgger labels'} of "
             f"{meta.get('teacher', '?')}", author="edge-sched-gym", code_permalink=code,
             description=description or (
+                f"Best-known dispatches of {env_id} instances at scale {meta['env_kwargs']['scale']} found by "
+                f"{meta.get('teacher', '?')}: one one-step episode per instance. infos carry {infos}."
+                if env_id.startswith("CoRaiS") else
                 f"Decisions of {env_id} labelled by the online rollout reference "
                 f"{meta.get('teacher', '?')}: round 0 played by the teacher, later rounds by a DAgger student. "
                 f"infos carry {infos}."),
@@ -163,18 +211,18 @@ def load_minari(dataset_id: str, *, data_path: str | Path | None = None) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m agents.datasets run=<folder|npz> id=<dataset id> [data_path=<folder>]``."""
+    """``python -m agents.datasets run=<folder|npz> id=<dataset id> [data_path=<folder>] [scale=N-Q-Z]``."""
     args = dict(a.split("=", 1) for a in (sys.argv[1:] if argv is None else argv) if "=" in a)
-    unknown = sorted(set(args) - {"run", "id", "data_path"})
+    unknown = sorted(set(args) - {"run", "id", "data_path", "scale"})
     if unknown or "run" not in args or "id" not in args:
         raise SystemExit(f"usage: python -m agents.datasets run=<run folder|{LABELS_FILE}> id=<dataset id> "
-                         f"[data_path=<folder>] (unknown keys: {unknown})")
+                         f"[data_path=<folder>] [scale=N-Q-Z (CoRaiS)] (unknown keys: {unknown})")
     data_path = args.get("data_path")
     if data_path:
         from offline.provenance import check_output_path
 
         check_output_path(data_path, publish=False, key="data_path")
-    dataset = export_minari(args["run"], args["id"], data_path=data_path)
+    dataset = export_minari(args["run"], args["id"], data_path=data_path, scale=args.get("scale"))
     print(f"Minari dataset {args['id']}: {dataset.total_episodes} episodes, {dataset.total_steps} steps "
           f"(minari.load_dataset({args['id']!r}){'' if not data_path else f' with MINARI_DATASETS_PATH={data_path}'})")
 
