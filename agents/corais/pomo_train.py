@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,19 +86,9 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> TrainConfig:
         """Validate ``cfg`` against the schema (unknown keys, types, ranges); ``model`` stays a plain dict."""
-        from omegaconf import OmegaConf
-        from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+        from agents.cli import merge_schema
 
-        cfg = {k: v for k, v in cfg.items() if k != "defaults"}
-        try:
-            merged = OmegaConf.merge(OmegaConf.structured(cls), cfg)
-            data = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
-        except ConfigKeyError as err:
-            raise ValueError(f"algo config has unknown keys [{err.full_key!r}]; allowed: "
-                             f"{sorted(f.name for f in fields(cls))}") from None
-        except OmegaConfBaseException as err:
-            raise ValueError(f"algo.{err.full_key} is invalid: {str(err.msg).splitlines()[0]}") from None
-        out = cls(**data)  # type: ignore[arg-type]
+        out = cls(**merge_schema(cls, cfg, "corais_pomo"))  # type: ignore[arg-type]
         if not len(out.teacher_scales) == len(out.teacher_instances) == len(out.teacher_kicks):
             raise ValueError(f"teacher_scales, teacher_instances, teacher_kicks have lengths {len(out.teacher_scales)}, "
                              f"{len(out.teacher_instances)}, {len(out.teacher_kicks)}: expected one entry per scale")
