@@ -372,12 +372,12 @@ def train(env_cfg: dict[str, Any], algo_cfg: dict[str, Any], *, run_dir: Path, s
         batches = {(g, s): None for g, lab in enumerate(labels) for s in range(0, len(lab), cfg.imitation_batch)}
         total = max(1, cfg.imitation_epochs * len(batches))
         while state["stage"] == "imitation" and state["epoch"] < cfg.imitation_epochs:
-            jobs = list(batches)
-            rng.shuffle(jobs)  # type: ignore[arg-type]
+            keys = list(batches)  # the epoch's order comes from (seed, epoch) alone, so a resumed epoch replays it
+            jobs = [keys[i] for i in np.random.default_rng([seed, 5_003, state["epoch"]]).permutation(len(keys))]
             losses = []
             for k, (g, s) in enumerate(jobs):
                 if k < state["batch"]:
-                    continue  # resumed mid-epoch: the same shuffle (rng restored), the batches already done skipped
+                    continue  # resumed mid-epoch: the batches already done are skipped
                 done_share = (state["epoch"] * len(jobs) + k) / total
                 for group in optimiser.param_groups:
                     group["lr"] = cfg.imitation_lr * (1.0 - 0.9 * done_share)
