@@ -125,6 +125,24 @@ def test_teacher_forcing_replays_the_teacher_and_sums_its_cross_entropy():
     assert torch.equal(roll.actions[:, 0], teacher)
 
 
+def test_the_pomo_loss_is_reinforce_with_the_rollouts_mean_as_baseline():
+    from agents.corais.pomo_train import pomo_loss
+
+    batch = Batch(_instances((10, 5, 12), n=3))
+    net = ListSchedulerNet(PomoNetConfig(hidden=8))
+    torch.manual_seed(0)
+    loss, cost = pomo_loss(net, batch, 6)
+    torch.manual_seed(0)  # the same samples, by hand
+    actions, logp, _ = rollout(net, batch, 6, sample=True)
+    c = costs(batch, actions).float()
+    torch.testing.assert_close(cost, c)
+    advantage = (c - c.mean(dim=1, keepdim=True)) / c.mean(dim=1, keepdim=True)
+    torch.testing.assert_close(loss, (advantage * logp).mean())
+    assert torch.allclose(advantage.sum(dim=1), torch.zeros(3), atol=1e-6)  # a shared baseline: zero-sum per instance
+    loss.backward()  # the gradient reaches the network through the sampled rollouts' log-probabilities
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in net.parameters())
+
+
 def test_the_network_is_equivariant_to_relabelling_the_edges():
     net = ListSchedulerNet(PomoNetConfig(hidden=16)).eval()
     features = torch.randn(3, 4, 7, STEP_FEATURES)
