@@ -356,7 +356,10 @@ def test_bad_input__evaluate_command_line_interrupted_exits_promptly_with_one_li
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, str(ROOT / "evaluate.py"), "env=uec-v0", "instances=1000",
                              "episodes=1000", f"out={out}", "progress=false"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # as from a terminal: a test run started in the background (`pytest &`) inherits an
+                            # ignored SIGINT, which Python (and so evaluate.py) rightly keeps ignoring
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for _ in range(1200):  # the folder exists once validation passed and the evaluation started
             if (out / "config.yaml").exists() or proc.poll() is not None:
