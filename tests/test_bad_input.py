@@ -277,17 +277,21 @@ def test_bad_input__evaluate_key(overrides: list[str], key: str, tmp_path: Path)
 
 
 # ------------------------------------------------------------------------------------- the command lines
+#: (script, arguments, what the one ``error:`` line must contain: the key, or the whole message)
 CLI_CASES: list[tuple[str, list[str], str]] = [
     ("train.py", ["algo.gamma=1.5"], "gamma"),
     ("train.py", ["seed=-1"], "seed"),
     ("train.py", ["out=/proc/edge_sched_gym_not_writable"], "out"),
     ("evaluate.py", ["instances=0"], "instances"),
     ("evaluate.py", ["out=/proc/edge_sched_gym_not_writable"], "out"),
-    ("train.py", ["resume="], "resume"),
-    ("train.py", ["seed=9223372036854775808"], "seed"),
+    ("train.py", ["resume="], "error: resume= is empty"),
+    ("train.py", ["seed=9223372036854775808"], "error: seed=9223372036854775808 is invalid"),
     ("train.py", ["+env.kwargs.foo=1"], "foo"),
+    ("train.py", ["env=uec-v0", "algo=sac", "+env.kwargs.foo=1"], "error: env.kwargs.foo is not an argument of UEC-v0"),
     ("evaluate.py", ["+quickk=1"], "quickk"),
-    ("evaluate.py", ["+env.kwargs.foo=1"], "foo"),
+    ("evaluate.py", ["experiment=papers", "quick=true", "+quickk=1"], "error: quickk is not a key of evaluate.py"),
+    ("evaluate.py", ["+env.kwargs.foo=1"], "error: env.kwargs.foo is not an argument of UEC-v0"),
+    ("evaluate.py", ["seed=18446744073709551616"], "error: seed=18446744073709551616 is invalid"),
     # issue 37: keys under hydra. that Hydra does not define were silently accepted
     ("train.py", ["+hydra.foo=1"], "hydra.foo"), ("evaluate.py", ["+hydra.foo=1"], "hydra.foo"),
     ("train.py", ["+hydra.job.bar=1"], "hydra.job.bar"), ("evaluate.py", ["render=maybe"], "render"),
@@ -295,16 +299,33 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("script", "args", "key"), CLI_CASES)
-def test_bad_input__command_line_exits_2_naming_the_key_without_a_traceback(
-        script: str, args: list[str], key: str, tmp_path: Path):
-    out = [] if any(a.startswith("out=") for a in args) else [f"out={tmp_path / 'out'}"]
-    result = subprocess.run([sys.executable, str(ROOT / script), *args, *out, "progress=false"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def cli_results(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[subprocess.CompletedProcess, Path]]:
+    """Every ``CLI_CASES`` command run once, two at a time (each is ~3 s of interpreter start-up and imports), each
+    in its own empty folder with ``out=`` inside it unless the case gives one: case index -> (result, folder)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(case: int) -> tuple[subprocess.CompletedProcess, Path]:
+        script, args, _ = CLI_CASES[case]
+        folder = tmp_path_factory.mktemp(f"cli{case}")
+        out = [] if any(a.startswith("out=") for a in args) else [f"out={folder / 'out'}"]
+        return subprocess.run([sys.executable, str(ROOT / script), *args, *out, "progress=false"], cwd=folder,
+                              capture_output=True, text=True, timeout=180), folder
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(enumerate(pool.map(run, range(len(CLI_CASES)))))
+
+
+@pytest.mark.parametrize("case", range(len(CLI_CASES)), ids=[f"{s}-{' '.join(a)}" for s, a, _ in CLI_CASES])
+def test_bad_input__command_line_exits_2_with_one_error_line_naming_the_key(case: int, cli_results):
+    """Exit status 2, an ``error:`` line naming the key (or the case's whole message), no traceback, and neither
+    an output folder nor a run folder left behind."""
+    result, folder = cli_results[case]
+    expected = CLI_CASES[case][2]
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
-    assert "error:" in result.stderr and key in result.stderr
-    assert not (tmp_path / "out").exists()
+    assert "error:" in result.stderr and expected in result.stderr, result.stderr[-2000:]
+    assert not (folder / "out").exists() and not (folder / "runs").exists()
 
 
 @pytest.mark.parametrize("overrides", [[], ["hydra.job.chdir=false"], ["+hydra.job.env_set.X=1"],

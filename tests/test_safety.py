@@ -569,23 +569,7 @@ def test_safety__benchmarks_write_the_checked_in_results_only_with_publish(tmp_p
 
 # ------------------------------------------------------------------------------------- command lines
 
-CLI_CASES: list[tuple[str, list[str], str]] = [
-    ("train.py", ["resume="], "resume= is empty"),
-    ("train.py", ["seed=9223372036854775808"], "seed=9223372036854775808 is invalid"),
-    ("train.py", ["env=uec-v0", "algo=sac", "+env.kwargs.foo=1"], "env.kwargs.foo is not an argument of UEC-v0"),
-    ("evaluate.py", ["+env.kwargs.foo=1"], "env.kwargs.foo is not an argument of UEC-v0"),
-    ("evaluate.py", ["experiment=papers", "quick=true", "+quickk=1"], "quickk is not a key of evaluate.py"),
-    ("evaluate.py", ["seed=18446744073709551616"], "seed=18446744073709551616 is invalid"),
-]
-
-
-@pytest.mark.parametrize(("script", "args", "message"), CLI_CASES)
-def test_safety__command_lines_exit_2_with_one_error_line(script, args, message, tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / script), *args, f"out={tmp_path / 'out'}", "progress=false"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr and f"error: {message}" in result.stderr
-    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+# train.py's and evaluate.py's bad command lines (exit 2, one error line, no folder): tests/test_bad_input.py
 
 
 @pytest.mark.parametrize(("argv", "message"), [(["--foo"], "expected key=value"), (["publish=maybe"], "publish")])
