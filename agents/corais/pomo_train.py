@@ -175,10 +175,15 @@ def teacher_seeds(seed: int, group: int, n: int) -> np.ndarray:
     return np.random.default_rng([seed, 7_001, group]).integers(0, 2**62, size=n)
 
 
-def _label_one(job: tuple[str, tuple[int, int, int], int, int, int]) -> np.ndarray:
-    """The teacher's dispatch of one instance (a worker's job): (env id, scale, instance seed, kicks, ILS seed)."""
+def _label_one(job: tuple[str, tuple[int, int, int], int, int, int]) -> tuple[np.ndarray, float]:
+    """The teacher's dispatch of one instance and its cost (a worker's job, which generates the instance once):
+    job = (env id, scale, instance seed, kicks, ILS seed)."""
+    from envs.corais.dynamics import dispatch_cost
+
     env_id, scale, instance_seed, kicks, ils_seed = job
-    return best_known(scenario_instances(env_id, scale, np.array([instance_seed]))[0], kicks, ils_seed)
+    instance = scenario_instances(env_id, scale, np.array([instance_seed]))[0]
+    action = best_known(instance, kicks, ils_seed)
+    return action, float(dispatch_cost(instance, action))
 
 
 def _ignore_sigint() -> None:
@@ -193,8 +198,6 @@ def label_scales(cfg: TrainConfig, env_id: str, seed: int, path: Path, interrupt
     """Label (or finish labelling) every training scale with ``cfg.workers`` processes; saves after each chunk of
     50 instances, so an interrupted run keeps what it labelled. Returns the labels."""
     import multiprocessing
-
-    from envs.corais.dynamics import dispatch_cost
 
     pool = multiprocessing.get_context("spawn").Pool(cfg.workers, _ignore_sigint) if cfg.workers > 1 else None
 
@@ -213,10 +216,10 @@ def label_scales(cfg: TrainConfig, env_id: str, seed: int, path: Path, interrupt
         while len(lab) < n and not interrupt.requested:
             k = len(lab)
             chunk = seeds[k:min(n, k + 50)]
-            instances = scenario_instances(env_id, scale, chunk)  # type: ignore[arg-type]
             jobs = [(env_id, scale, int(s), int(kicks), int(k + m)) for m, s in enumerate(chunk)]
-            acts = np.stack(pool.map(_label_one, jobs) if pool is not None else [_label_one(j) for j in jobs])
-            cost = np.array([float(dispatch_cost(inst, a)) for inst, a in zip(instances, acts)])
+            done_jobs = pool.map(_label_one, jobs) if pool is not None else [_label_one(j) for j in jobs]
+            acts = np.stack([a for a, _ in done_jobs])
+            cost = np.array([c for _, c in done_jobs])
             lab = ScaleLabels(scale, seeds[:k + len(chunk)], np.concatenate([lab.actions, acts]),  # type: ignore[arg-type]
                               np.concatenate([lab.cost, cost]))
             have[scale] = lab  # type: ignore[index]
